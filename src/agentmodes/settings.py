@@ -1,0 +1,50 @@
+"""Chatbot settings, with the seeds' names (ChatbotPromptSettings in the LLARS seeds)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, Field, field_validator
+
+AgentMode = Literal["act", "react", "reflact"]
+TaskType = Literal["lookup", "multihop"]
+DEFAULT_TOOLS = ["rag_search", "lexical_search", "respond"]
+
+
+class ChatbotSettings(BaseModel):
+    """What a chatbot is allowed to do and how it reasons.
+
+    Field names follow the seeds so that settings exported from LLARS load unchanged.
+    """
+
+    agent_mode: AgentMode = "reflact"
+    task_type: TaskType = "lookup"
+    agent_max_iterations: int = Field(5, ge=1, le=50)
+    tools_enabled: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
+    web_search_enabled: bool = False
+    web_search_max_results: int = Field(5, ge=1, le=20)
+    tavily_api_key: Optional[str] = Field(default=None, repr=False)
+    system_prompt: str = ""
+    act_system_prompt: Optional[str] = None
+    react_system_prompt: Optional[str] = None
+    reflact_system_prompt: Optional[str] = None
+    # "auto" picks German or English prompts from the query's language.
+    language: Literal["auto", "de", "en"] = "auto"
+    project_url: str = ""
+    search_k: int = Field(5, ge=1, le=50)
+    # Hits at or above this KB confidence let a mode answer without searching further
+    # ("Adaptive Iteration (High Confidence)"); see knowledge/confidence.py for calibration.
+    high_confidence_threshold: Optional[float] = Field(default=None, ge=0.0, le=1.0)
+    adaptive_iteration: bool = True
+
+    @field_validator("agent_mode", "task_type", mode="before")
+    @classmethod
+    def _lower(cls, v):
+        return v.lower() if isinstance(v, str) else v
+
+    @property
+    def max_iterations(self) -> int:
+        """Iteration budget: multihop allows min(agent_max_iterations + 2, 10) (seed 000)."""
+        if self.task_type == "multihop":
+            return min(self.agent_max_iterations + 2, 10)
+        return self.agent_max_iterations
