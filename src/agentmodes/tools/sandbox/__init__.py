@@ -1,0 +1,15 @@
+"""Run model-written Python in a throw-away sandbox: own process tree, limits, no network.
+
+    from agentmodes.tools.sandbox import run_python
+    result = run_python("print(1 + 1)", timeout_s=5)
+    result.passed, result.stdout, result.killed_reason
+
+How it is isolated depends on the machine; `isolation_level()` says which level runs:
+"namespaces" (as root: own uid per run, network/mount/pid namespaces) or "basic" (rlimits,
+own session, an audit hook against sockets). See child.py for the details.
+"""
+
+from .limits import SandboxLimits, SandboxResult
+from .runner import SandboxError, isolation_level, run_python
+
+__all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "isolation_level", "run_python"]
