@@ -1,0 +1,54 @@
+"""REST for conversations and their messages (with traces), and a non-streaming chat call."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import anyio.to_thread
+from fastapi import APIRouter, Query, Request
+
+from ..service import AgentChatService
+from .auth import chat_scope
+from .schemas import ChatRequest, ConversationCreate, conversation_json, message_json
+
+router = APIRouter(prefix="/api", tags=["conversations"], dependencies=[chat_scope])
+
+
+def _service(request: Request) -> AgentChatService:
+    return request.app.state.service
+
+
+@router.get("/conversations")
+def list_conversations(request: Request, chatbot: Optional[str] = None,
+                       limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0)
+                       ) -> list[dict]:
+    convs = _service(request).list_conversations(chatbot, limit=limit, offset=offset)
+    return [conversation_json(c) for c in convs]
+
+
+@router.post("/conversations", status_code=201)
+def create_conversation(body: ConversationCreate, request: Request) -> dict:
+    return conversation_json(_service(request).start_conversation(body.chatbot, body.title))
+
+
+@router.get("/conversations/{conversation_id}")
+def get_conversation(conversation_id: str, request: Request) -> dict:
+    service = _service(request)
+    conv = service.get_conversation(conversation_id)
+    return {**conversation_json(conv),
+            "messages": [message_json(m) for m in service.messages(conversation_id)]}
+
+
+@router.delete("/conversations/{conversation_id}", status_code=204)
+def delete_conversation(conversation_id: str, request: Request) -> None:
+    _service(request).store.delete_conversation(conversation_id)
+
+
+@router.post("/chat")
+async def chat(body: ChatRequest, request: Request) -> dict:
+    """Ask and wait for the whole answer; returns the stored assistant message."""
+    service = _service(request)
+    message = await anyio.to_thread.run_sync(
+        lambda: service.ask(body.chatbot, body.message, conversation_id=body.conversation_id,
+                            mode=body.mode))
+    return message_json(message)

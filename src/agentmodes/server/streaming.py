@@ -1,0 +1,50 @@
+"""Drive the service's synchronous event generator from async code, one event at a time.
+
+Each `next()` runs in a worker thread, so a slow LLM never blocks the event loop. When the
+consumer stops early (client disconnected, cancel message, task cancelled) the generator is
+closed — in a shielded scope, so a cancellation cannot skip it — which closes the agent's
+stream and its LLM request and lets the service store the partial answer as `cancelled`.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable, Iterator
+
+import anyio
+import anyio.to_thread
+
+from ..events import Event
+
+_END = object()
+
+
+async def open_stream(start: Callable[[], Iterator[Event]]) -> Iterator[Event]:
+    """Call `start` (which validates and writes the user message) off the event loop."""
+    return await anyio.to_thread.run_sync(start)
+
+
+@asynccontextmanager
+async def events_of(gen: Iterator[Event]) -> AsyncIterator[AsyncIterator[Event]]:
+    """`async with events_of(gen) as events: async for e in events: ...` — always closes gen."""
+
+    async def iterate() -> AsyncIterator[Event]:
+        while True:
+            event = await anyio.to_thread.run_sync(next, gen, _END)
+            if event is _END:
+                return
+            yield event
+
+    try:
+        yield iterate()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(gen.close)
+
+
+def sse(data: Any, event: str | None = None) -> str:
+    """One Server-Sent Events frame."""
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n"

@@ -1,0 +1,306 @@
+"""AgentChatService: chatbots on their own knowledge bases, conversations, persisted traces.
+
+One service object serves every face (server routes, WebSocket, SSE, OpenAI-compatible API,
+benchmarks). A chatbot's messages are routed to its mode (act, react or reflact, from its
+ChatbotSettings or a per-message override); follow-up questions see a bounded window of the
+conversation's recent turns; every answer is stored with its agent_trace, stream_metadata,
+token usage and timings — also when the client goes away mid-answer (status `cancelled`)
+or the run fails (status `error`), so nothing the user saw is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+from pydantic import ValidationError
+
+from .chat_trace import TraceRecorder
+from .errors import AgentModesError, ConfigError
+from .events import Event
+from .settings import ChatbotSettings
+from .store.chat import Chatbot, ChatStore, ChatStoreError, Conversation, IngestJob, StoredMessage
+
+log = logging.getLogger("agentmodes.service")
+
+LLMFactory = Callable[[], Any]
+AgentFactory = Callable[..., Any]        # (llm=, knowledge=, settings=) -> agent with .stream
+KBOpener = Callable[[str], Any]          # path -> KnowledgeBase
+SECRET_SETTINGS = ("tavily_api_key",)
+
+
+def _default_agent_factory(**kwargs: Any) -> Any:
+    from .agent import Agent
+    return Agent(**kwargs)
+
+
+def _default_kb_opener(path: str) -> Any:
+    from .knowledge.base import KnowledgeBase
+    return KnowledgeBase.open(path)
+
+
+def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings as shown to clients and written to logs: secrets are masked."""
+    return {k: ("***" if k in SECRET_SETTINGS and v else v) for k, v in settings.items()}
+
+
+def validate_settings(settings: dict[str, Any] | ChatbotSettings | None) -> ChatbotSettings:
+    if isinstance(settings, ChatbotSettings):
+        return settings
+    try:
+        return ChatbotSettings(**(settings or {}))
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise ConfigError(f"invalid chatbot setting {where}: {first['msg']}") from None
+
+
+class AgentChatService:
+    """Chatbots, conversations and runs. Thread-safe: runs happen in worker threads."""
+
+    def __init__(self, store: ChatStore, *, llm_factory: LLMFactory,
+                 data_dir: str | Path, agent_factory: AgentFactory = _default_agent_factory,
+                 kb_opener: KBOpener = _default_kb_opener, history_turns: int = 3):
+        self.store = store
+        self.llm_factory = llm_factory
+        self.agent_factory = agent_factory
+        self.kb_opener = kb_opener
+        self.data_dir = Path(data_dir)
+        # A turn is one question and its answer; the window keeps prompts bounded however
+        # long a conversation grows.
+        self.history_turns = history_turns
+        self._kbs: dict[str, Any] = {}
+        self._kb_lock = threading.Lock()
+        # One ingest at a time: ingesting is CPU-bound (embedding) on a 2-core machine.
+        self._ingest_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest")
+
+    def close(self) -> None:
+        self._ingest_pool.shutdown(wait=True, cancel_futures=True)
+        for kb in self._kbs.values():
+            close = getattr(kb, "close", None)
+            if close:
+                close()
+        self._kbs.clear()
+
+    # chatbots ---------------------------------------------------------------------------
+    def create_chatbot(self, name: str, settings: dict | ChatbotSettings | None = None, *,
+                       kb_path: Optional[str] = None, language: Optional[str] = None,
+                       description: str = "") -> Chatbot:
+        name = name.strip()
+        if not name or len(name) > 100 or any(c in name for c in "/\\\n\r\t"):
+            raise ConfigError("a chatbot name must be 1-100 characters without slashes or "
+                              "line breaks")
+        valid = validate_settings(settings)
+        bot = self.store.create_chatbot(name, valid.model_dump(), kb_path=kb_path,
+                                        language=language or valid.language,
+                                        description=description)
+        if kb_path is None:
+            # Each chatbot gets its own knowledge base next to the chat database.
+            path = self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            bot = self.store.update_chatbot(name, kb_path=str(path))
+        return bot
+
+    def ensure_chatbot(self, name: str, *, kb_path: Optional[str] = None,
+                       settings: dict | None = None) -> Chatbot:
+        """The chatbot `name`, created if missing (used for `serve --kb`)."""
+        bot = self.store.find_chatbot(name)
+        if bot is None:
+            return self.create_chatbot(name, settings, kb_path=kb_path)
+        if kb_path is not None and bot.kb_path != kb_path:
+            bot = self.store.update_chatbot(name, kb_path=kb_path)
+        return bot
+
+    def get_chatbot(self, name: str) -> Chatbot:
+        return self.store.get_chatbot(name)
+
+    def list_chatbots(self) -> list[Chatbot]:
+        return self.store.list_chatbots()
+
+    def update_chatbot(self, name: str, *, settings: Optional[dict] = None,
+                       language: Optional[str] = None,
+                       description: Optional[str] = None) -> Chatbot:
+        current = self.store.get_chatbot(name)
+        merged = None
+        if settings is not None:
+            # A masked secret sent back unchanged by a client keeps the stored value.
+            incoming = {k: v for k, v in settings.items()
+                        if not (k in SECRET_SETTINGS and v == "***")}
+            merged = validate_settings({**current.settings, **incoming}).model_dump()
+        return self.store.update_chatbot(name, settings=merged, language=language,
+                                         description=description)
+
+    def delete_chatbot(self, name: str) -> None:
+        self.store.delete_chatbot(name)
+
+    def upload_dir(self, bot: Chatbot) -> Path:
+        path = self.data_dir / "uploads" / f"chatbot-{bot.id}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def knowledge(self, bot: Chatbot) -> Any:
+        """The chatbot's knowledge base, opened once per process and shared by its runs."""
+        if not bot.kb_path:
+            return None
+        with self._kb_lock:
+            kb = self._kbs.get(bot.kb_path)
+            if kb is None:
+                kb = self._kbs[bot.kb_path] = self.kb_opener(bot.kb_path)
+            return kb
+
+    # conversations ----------------------------------------------------------------------
+    def start_conversation(self, chatbot: str, title: str = "") -> Conversation:
+        return self.store.create_conversation(self.store.get_chatbot(chatbot), title)
+
+    def list_conversations(self, chatbot: Optional[str] = None, *, limit: int = 100,
+                           offset: int = 0) -> list[Conversation]:
+        bot = self.store.get_chatbot(chatbot) if chatbot else None
+        return self.store.list_conversations(bot, limit=limit, offset=offset)
+
+    def get_conversation(self, conversation_id: str) -> Conversation:
+        return self.store.get_conversation(conversation_id)
+
+    def messages(self, conversation_id: str) -> list[StoredMessage]:
+        self.store.get_conversation(conversation_id)
+        return self.store.list_messages(conversation_id)
+
+    def history(self, conversation_id: str) -> list[dict[str, str]]:
+        """The recent turns a follow-up question sees: complete messages only, oldest first."""
+        recent = self.store.list_messages(conversation_id, last=self.history_turns * 2 + 4)
+        turns = [{"role": m.role, "content": m.content} for m in recent
+                 if m.status == "complete" and m.content]
+        return turns[-self.history_turns * 2:]
+
+    # runs -------------------------------------------------------------------------------
+    def settings_for(self, bot: Chatbot, mode: Optional[str] = None) -> ChatbotSettings:
+        settings = validate_settings(bot.settings)
+        if mode:
+            settings = validate_settings({**settings.model_dump(), "agent_mode": mode})
+        return settings
+
+    def stream(self, chatbot: str, query: str, *, conversation_id: Optional[str] = None,
+               mode: Optional[str] = None, history: Optional[list[dict]] = None
+               ) -> Iterator[Event]:
+        """Run one question and yield its events; the answer is stored before `done` is yielded.
+
+        Closing the generator early (client gone) closes the agent's stream — and with it
+        the LLM request — and stores the partial answer as `cancelled`. `history` overrides
+        the stored conversation (the OpenAI-compatible API sends its own).
+        """
+        query = (query or "").strip()
+        if not query:
+            raise ConfigError("the question is empty")
+        bot = self.store.get_chatbot(chatbot)
+        settings = self.settings_for(bot, mode)
+        if conversation_id:
+            conv = self.store.get_conversation(conversation_id)
+            if conv.chatbot_id != bot.id:
+                raise ChatStoreError(f"conversation {conversation_id!r} belongs to chatbot "
+                                     f"{conv.chatbot!r}, not {bot.name!r}")
+        else:
+            conv = self.store.create_conversation(bot, title=query[:80])
+        if history is None:
+            history = self.history(conv.id)
+        self.store.add_message(conv.id, "user", query)
+        return self._run(bot, settings, conv, query, history)
+
+    def _run(self, bot: Chatbot, settings: ChatbotSettings, conv: Conversation, query: str,
+             history: list[dict]) -> Iterator[Event]:
+        recorder = TraceRecorder(settings.agent_mode)
+        events: Optional[Iterator[Event]] = None
+        outcome, error = "cancelled", None
+        stored: Optional[StoredMessage] = None
+        try:
+            agent = self.agent_factory(llm=self.llm_factory(), knowledge=self.knowledge(bot),
+                                       settings=settings)
+            events = agent.stream(query, history=history)
+            for event in events:
+                recorder.add(event)
+                if event.get("done"):
+                    stored = self._save(conv, recorder, "complete")
+                    event = {**event, "conversation_id": conv.id, "message_id": stored.id,
+                             "mode": settings.agent_mode, "usage": recorder.usage}
+                yield event
+            if stored is None:
+                outcome, error = "error", "the agent stopped without a final answer"
+                yield {"status": "error", "message": error, "conversation_id": conv.id}
+        except GeneratorExit:
+            outcome = "cancelled"
+            raise
+        except Exception as err:   # one failed run must not take the service down
+            outcome = "error"
+            error = str(err) if isinstance(err, AgentModesError) else \
+                f"internal error ({type(err).__name__})"
+            log.exception("run failed for chatbot %s", bot.name)
+            yield {"status": "error", "message": error, "conversation_id": conv.id}
+        finally:
+            if events is not None and hasattr(events, "close"):
+                events.close()          # closes the LLM request of an unfinished run
+            if stored is None:
+                self._save(conv, recorder, outcome, error)
+
+    def _save(self, conv: Conversation, recorder: TraceRecorder, status: str,
+              error: Optional[str] = None) -> StoredMessage:
+        return self.store.add_message(
+            conv.id, "assistant", recorder.answer, status=status, mode=recorder.mode,
+            agent_trace=recorder.agent_trace(), stream_metadata=recorder.stream_metadata(),
+            usage=recorder.usage, sources=recorder.sources, timings=recorder.timings(),
+            error=error)
+
+    def ask(self, chatbot: str, query: str, **kwargs: Any) -> StoredMessage:
+        """Run one question to the end and return the stored answer."""
+        last: Optional[Event] = None
+        for last in self.stream(chatbot, query, **kwargs):
+            pass
+        if last is None or not last.get("done"):
+            message = (last or {}).get("message", "the run ended without an answer")
+            raise AgentModesError(message)
+        return self.store.get_message(last["message_id"])
+
+    # ingest -----------------------------------------------------------------------------
+    def start_ingest(self, chatbot: str, paths: list[Path]) -> IngestJob:
+        """Queue an ingest of files already saved under the chatbot's upload dir."""
+        bot = self.store.get_chatbot(chatbot)
+        job = self.store.create_job(bot, [p.name for p in paths])
+        self._ingest_pool.submit(self._ingest, bot, job.id, [str(p) for p in paths])
+        return job
+
+    def _ingest(self, bot: Chatbot, job_id: str, paths: list[str]) -> None:
+        total = len(paths)
+        state = {"done": 0, "total": total}
+        self.store.update_job(job_id, status="running", progress=state)
+
+        def progress(phase: str, done: int, total: int, label: str = "") -> None:
+            # KnowledgeBase.ingest reports phase "read" (files) then "embed" (chunks).
+            state.update(phase=phase, done=done, total=total, current=Path(label).name)
+            self.store.update_job(job_id, progress=dict(state))
+
+        try:
+            kb = self.knowledge(bot)
+            report = kb.ingest(paths, progress=progress)
+            as_dict = report.as_dict() if hasattr(report, "as_dict") else dict(report)
+            self.store.update_job(job_id, status="done", report=_relative_report(as_dict),
+                                  progress={**state, "phase": "done", "current": ""})
+        except Exception as err:
+            log.exception("ingest job %s failed", job_id)
+            message = str(err) if isinstance(err, AgentModesError) else \
+                f"internal error ({type(err).__name__})"
+            self.store.update_job(job_id, status="failed", error=message)
+
+    def jobs(self, chatbot: str) -> list[IngestJob]:
+        return self.store.list_jobs(self.store.get_chatbot(chatbot))
+
+
+def _relative_report(report: dict[str, Any]) -> dict[str, Any]:
+    """File names only: a client never learns the server's directory layout."""
+    def name(value: Any) -> Any:
+        if isinstance(value, str):
+            return Path(value).name
+        if isinstance(value, dict) and "path" in value:
+            return {**value, "path": Path(value["path"]).name}
+        return value
+    return {k: [name(v) for v in vals] if isinstance(vals, list) else vals
+            for k, vals in report.items()}
