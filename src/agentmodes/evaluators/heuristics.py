@@ -1,0 +1,168 @@
+"""Rule-based evaluators over an agent run, and user callables as evaluators.
+
+Seed 004's second evaluator kind ("规则启发", from ALFWorld): a trial failed if the agent
+repeated the same action more than 3 times or took more steps than a limit (30 there),
+because both mean it is stuck rather than making progress. These evaluators read an Agent
+run's steps, so they receive the run (anything with `.steps`, e.g. RunResult) as the
+candidate; `wants_run = True` tells Reflexion to hand them the run instead of the answer.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from .base import Evaluation, Evaluator
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def step_action(step: Any) -> Optional[tuple[str, str]]:
+    """(tool name, argument) of a step, whatever shape the step has (dataclass with an
+    `action` object, or the dict of an "action" event); None for steps without an action."""
+    action = _get(step, "action")
+    if action is None:
+        return None
+    if isinstance(action, str):
+        return (action.strip(), str(_get(step, "argument") or "").strip())
+    name = _get(action, "name") or _get(action, "tool")
+    if not name:
+        return None
+    argument = _get(action, "argument")
+    if argument is None:
+        argument = _get(action, "arguments") or _get(action, "query") or ""
+    return (str(name).strip(), str(argument).strip())
+
+
+def run_steps(candidate: Any) -> list[Any]:
+    steps = _get(candidate, "steps")
+    return list(steps) if steps else []
+
+
+@dataclass(slots=True)
+class RepeatedActionEvaluator:
+    """Fails when one (tool, argument) pair occurs more than `max_repeats` times in a run."""
+
+    max_repeats: int = 3
+    wants_run = True
+
+    def __call__(self, task: Any, candidate: Any) -> Evaluation:
+        actions = [a for a in (step_action(s) for s in run_steps(candidate)) if a]
+        keys = [(name.lower(), " ".join(arg.lower().split())) for name, arg in actions]
+        counts = Counter(keys)
+        worst = counts.most_common(1)
+        times = worst[0][1] if worst else 0
+        if times > self.max_repeats:
+            name, arg = actions[keys.index(worst[0][0])]   # as the model first wrote it
+            return Evaluation(False, 0.0,
+                              f"The same action {name}({arg!r}) was repeated {times} times "
+                              f"without progress; try a different action or query.",
+                              {"repeated_action": [name, arg], "times": times})
+        return Evaluation(True, 1.0, "No action was repeated too often.", {"max_times": times})
+
+
+@dataclass(slots=True)
+class StepLimitEvaluator:
+    """Fails when a run took more than `max_steps` steps (planning was too inefficient)."""
+
+    max_steps: int = 30
+    wants_run = True
+
+    def __call__(self, task: Any, candidate: Any) -> Evaluation:
+        n = len(run_steps(candidate))
+        if n > self.max_steps:
+            return Evaluation(False, 0.0, f"The run needed {n} steps, more than the limit of "
+                              f"{self.max_steps}; plan a shorter path to the answer.", {"steps": n})
+        return Evaluation(True, 1.0, f"The run took {n} steps.", {"steps": n})
+
+
+def _answer_of(candidate: Any) -> str:
+    if isinstance(candidate, str):
+        return candidate
+    answer = _get(candidate, "answer")
+    return "" if answer is None else str(answer)
+
+
+@dataclass(slots=True)
+class AllOf:
+    """Passes when every evaluator passes; feedback of the failed ones, score the minimum.
+    Run-reading evaluators get the run, the others its answer text."""
+
+    evaluators: list[Any] = field(default_factory=list)
+    wants_run = True
+
+    def __call__(self, task: Any, candidate: Any) -> Evaluation:
+        results = []
+        for ev in self.evaluators:
+            arg = candidate if getattr(ev, "wants_run", False) else _answer_of(candidate)
+            results.append(ev(task, arg))
+        failed = [r for r in results if not r.passed]
+        return Evaluation(not failed, min((r.score for r in results), default=1.0),
+                          "\n".join(r.feedback for r in failed) or "All checks passed.",
+                          {"checks": [r.as_dict() for r in results]})
+
+
+@dataclass(slots=True)
+class CallableEvaluator:
+    """Wraps any user function as an Evaluator.
+
+    The function receives (task, candidate) or just (candidate) and returns an Evaluation,
+    a bool, a number in 0..1 (passed when >= threshold), or a (passed, feedback) pair.
+    An exception inside it is a failed evaluation that says so, not a crashed run.
+    """
+
+    fn: Callable[..., Any]
+    threshold: float = 1.0
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.name = self.name or getattr(self.fn, "__name__", "evaluator")
+
+    def _call(self, task: Any, candidate: Any) -> Any:
+        try:
+            params = inspect.signature(self.fn).parameters.values()
+            positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            var = any(p.kind == p.VAR_POSITIONAL for p in params)
+            one_arg = len(positional) == 1 and not var
+        except (TypeError, ValueError):   # builtins without a signature
+            one_arg = False
+        return self.fn(candidate) if one_arg else self.fn(task, candidate)
+
+    def __call__(self, task: Any, candidate: Any) -> Evaluation:
+        try:
+            return _as_evaluation(self._call(task, candidate), self.threshold)
+        except Exception as err:  # the user's code: report, never crash the loop
+            return Evaluation(False, 0.0, f"The evaluator {self.name} raised "
+                              f"{type(err).__name__}: {err}", {"error": repr(err)})
+
+
+def _as_evaluation(out: Any, threshold: float) -> Evaluation:
+    if isinstance(out, Evaluation):
+        return out
+    if isinstance(out, bool):
+        return Evaluation(out, 1.0 if out else 0.0, "passed" if out else "failed")
+    if isinstance(out, (int, float)):
+        score = float(out)
+        return Evaluation(score >= threshold, score, f"score {score:.2f}")
+    if isinstance(out, tuple) and len(out) == 2:
+        passed, feedback = out
+        return Evaluation(bool(passed), 1.0 if passed else 0.0, str(feedback))
+    raise TypeError(f"an evaluator must return an Evaluation, bool, number or (passed, feedback), "
+                    f"got {type(out).__name__}")
+
+
+def as_evaluator(obj: Any) -> Evaluator:
+    """Evaluator instances pass through; other callables are wrapped."""
+    if hasattr(obj, "wants_run") or type(obj).__module__.startswith("agentmodes.evaluators"):
+        return obj
+    if callable(obj):
+        return CallableEvaluator(obj)
+    raise TypeError(f"not an evaluator: {obj!r}")
+
+
+def all_of(evaluators: Iterable[Any]) -> AllOf:
+    return AllOf([as_evaluator(e) for e in evaluators])

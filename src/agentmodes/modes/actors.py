@@ -1,0 +1,146 @@
+"""Actors: what produces the attempts that Reflection critiques and Reflexion evaluates.
+
+Seed 004: the Actor is an LLM whose strategy may be a plain prompt or a ReAct-style agent;
+Reflexion sits on top of it. Every actor answers `act(task, lessons, previous)`:
+`lessons` are the long-term reflections to apply, `previous` the last trial (its attempt and
+how it was judged) as short-term memory. Reflection's first draft is `act(task)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Optional, Protocol, Sequence
+
+from ..llm.base import ChatModel
+from .self_correction import (Attempt, complete, extract_code, prompt, render_sources,
+                              resolve_language, usage_of)
+
+Kind = Literal["code", "text"]
+
+
+@dataclass(slots=True)
+class Previous:
+    """The last trial, as the actor sees it on a retry."""
+
+    attempt: Attempt
+    feedback: str
+
+
+class Actor(Protocol):
+    kind: Kind
+
+    def act(self, task: str, lessons: Sequence[str] = (),
+            previous: Optional[Previous] = None) -> Attempt:
+        ...
+
+
+def lessons_block(lessons: Sequence[str], language: str) -> str:
+    if not lessons:
+        return ""
+    items = "\n".join(f"{n}. {text.strip()}" for n, text in enumerate(lessons, start=1))
+    return prompt("lessons", language, items=items)
+
+
+def previous_block(previous: Optional[Previous], language: str) -> str:
+    if previous is None:
+        return ""
+    return prompt("previous", language, attempt=previous.attempt.output.strip(),
+                  feedback=previous.feedback.strip() or "-")
+
+
+@dataclass
+class LLMActor:
+    """A single prompt: the code generator of seed 001 (kind="code") or a direct answer."""
+
+    llm: ChatModel
+    kind: Kind = "code"
+    language: str = "auto"
+    context: str = ""          # extra material for text tasks (e.g. retrieved passages)
+    max_tokens: int = 768
+
+    def act(self, task: str, lessons: Sequence[str] = (),
+            previous: Optional[Previous] = None) -> Attempt:
+        lang = resolve_language(self.language, task)
+        fields = dict(task=task.strip(), lessons=lessons_block(lessons, lang),
+                      previous=previous_block(previous, lang))
+        if self.kind == "code":
+            reply = complete(self.llm, prompt("draft_code", lang, **fields), max_tokens=self.max_tokens)
+            output = extract_code(reply.text)
+        else:
+            context = prompt("context", lang, sources=self.context) if self.context else ""
+            reply = complete(self.llm, prompt("draft_text", lang, context=context, **fields),
+                             max_tokens=self.max_tokens)
+            output = reply.text
+        return Attempt(output=output, usage=reply.usage, context=self.context,
+                       trajectory=output, raw=reply.text)
+
+
+def render_steps(steps: Sequence[Any]) -> str:
+    """An agent run's steps as text for the self-reflection prompt. Steps may be dataclasses
+    or event dicts; we read the usual fields and skip what a step does not have."""
+    lines = []
+    for n, step in enumerate(steps, start=1):
+        get = (lambda k: step.get(k)) if isinstance(step, dict) else (lambda k: getattr(step, k, None))
+        for label, key in (("Reflection", "reflection"), ("Thought", "thought"),
+                           ("Reasoning", "reasoning")):
+            if get(key):
+                lines.append(f"{label} {n}: {str(get(key)).strip()}")
+                break
+        action = get("action")
+        if action is not None:
+            if isinstance(action, str):
+                lines.append(f"Action {n}: {action} {get('argument') or ''}".rstrip())
+            else:
+                name = getattr(action, "name", None) or (action.get("name") if isinstance(action, dict) else "")
+                arg = getattr(action, "argument", None) or (action.get("argument") if isinstance(action, dict) else "")
+                lines.append(f"Action {n}: {name}({arg!r})")
+        observation = get("observation")
+        if observation:
+            text = getattr(observation, "text", observation)
+            lines.append(f"Observation {n}: {' '.join(str(text).split())[:500]}")
+        if get("final_answer"):
+            lines.append(f"Final answer: {get('final_answer')}")
+    return "\n".join(lines)
+
+
+@dataclass
+class AgentActor:
+    """Any chat mode (act, react, reflact) as the actor: the attempt is the Agent run's
+    answer, its sources are the context the reviewer sees. Lessons reach the agent through
+    ChatbotSettings.system_prompt, which every mode prepends to its own prompt."""
+
+    llm: Optional[ChatModel] = None
+    knowledge: Any = None
+    settings: Any = None
+    agent_factory: Optional[Callable[..., Any]] = None   # default: agentmodes.Agent
+    language: str = "auto"
+    kind: Kind = "text"
+    history: Optional[list] = field(default=None)
+
+    def _settings_with(self, lessons: Sequence[str], lang: str):
+        from ..settings import ChatbotSettings
+        settings = self.settings or ChatbotSettings()
+        block = lessons_block(lessons, lang).strip()
+        if not block:
+            return settings
+        system = "\n\n".join(p for p in (settings.system_prompt.strip(), block) if p)
+        return settings.model_copy(update={"system_prompt": system})
+
+    def act(self, task: str, lessons: Sequence[str] = (),
+            previous: Optional[Previous] = None) -> Attempt:
+        lang = resolve_language(self.language, task)
+        factory = self.agent_factory
+        if factory is None:
+            from ..agent import Agent
+            factory = Agent
+        agent = factory(llm=self.llm, knowledge=self.knowledge,
+                        settings=self._settings_with(lessons, lang))
+        run = agent.run(task, history=self.history) if self.history else agent.run(task)
+        sources = list(getattr(run, "sources", None) or [])
+        steps = list(getattr(run, "steps", None) or [])
+        trajectory = render_steps(steps)
+        answer = str(getattr(run, "answer", "") or "")
+        trajectory = f"{trajectory}\nAnswer: {answer}".strip()
+        return Attempt(output=answer, usage=usage_of(getattr(run, "usage", None)),
+                       context=render_sources(sources), trajectory=trajectory,
+                       sources=sources, run=run)

@@ -1,0 +1,254 @@
+"""Reflection (seed 001): draft, critique by an independent reviewer, refine; repeat.
+
+    O_0 = actor(task)
+    F_i = reflect(task, O_i)                 the reviewer prompt, with its own role and focus
+    O_{i+1} = refine(task, O_i, F_i)
+
+The loop stops when the reviewer finds nothing more to improve, or after `max_iterations`
+critiques. The seed stops on the substring "无需改进" ("no improvement needed"); that breaks
+as soon as the reviewer writes another language or quotes the phrase. Here the reviewer ends
+with a JSON verdict {"verdict": "pass"|"revise", "issues": [...]}, read tolerantly; a backend
+that enforces grammars gets a GBNF grammar so even a small model emits a parsable verdict.
+If an evaluator (tests) is given, its result is shown to the reviewer and a failing test
+overrides a "pass": the work is not done while its tests fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from ..errors import AgentModesError
+from ..events import Event, Usage, final_event, status
+from ..evaluators.base import Evaluation
+from ..llm.base import ChatModel
+from .actors import Actor, LLMActor
+from .memory import Memory
+from .self_correction import (Attempt, complete, extract_code, prompt, resolve_language,
+                              sources_as_dicts)
+
+DEFAULT_FOCUS = "factual errors, logic gaps, missed edge cases, and efficiency"
+CODE_FOCUS = "correctness, edge cases, and algorithmic efficiency (time complexity)"
+
+# The reviewer's verdict as JSON only: issues first, so the model names problems before it
+# decides. Bounded lengths keep a small model from rambling until max_tokens.
+VERDICT_GRAMMAR = r'''
+root    ::= "{\"issues\": [" issues? "], \"verdict\": " verdict "}"
+issues  ::= issue (", " issue){0,4}
+issue   ::= "\"" char{1,300} "\""
+char    ::= [^"\\\n] | "\\" ["\\/nt]
+verdict ::= "\"pass\"" | "\"revise\""
+'''
+
+_PASS = {"pass", "passed", "ok", "approve", "approved", "accept", "accepted", "done", "good",
+         "no_issues", "lgtm"}
+_REVISE = {"revise", "fail", "failed", "reject", "improve", "needs_revision", "revision", "change"}
+
+
+@dataclass(slots=True)
+class Verdict:
+    verdict: Optional[str]        # "pass", "revise", or None when none could be read
+    issues: list[str]
+    critique: str                 # the feedback text handed to the refiner
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+def _norm_verdict(value: Any) -> Optional[str]:
+    word = re.sub(r"[^a-z_]", "", str(value).lower().replace(" ", "_"))
+    if word in _PASS:
+        return "pass"
+    if word in _REVISE:
+        return "revise"
+    return None
+
+
+def parse_verdict(text: str) -> Verdict:
+    """Read the reviewer's reply: the last JSON object with a "verdict" key (code fences and
+    surrounding prose allowed), else a "verdict: pass" line. When no verdict can be read,
+    `verdict` is None, which never counts as a pass: the loop keeps refining to its limit."""
+    decoder = json.JSONDecoder()
+    found: Optional[tuple[int, dict]] = None
+    for match in re.finditer(r"\{", text):
+        try:
+            obj, end = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and any(k.lower() == "verdict" for k in obj):
+            found = (match.start(), obj)
+    if found is not None:
+        start, obj = found
+        lower = {k.lower(): v for k, v in obj.items()}
+        issues = lower.get("issues") or []
+        issues = [str(i) for i in (issues if isinstance(issues, list) else [issues]) if str(i).strip()]
+        prose = re.sub(r"```(?:json)?\s*$", "", text[:start].rstrip()).strip()
+        critique = prose or "\n".join(f"- {i}" for i in issues)
+        return Verdict(_norm_verdict(lower.get("verdict")), issues, critique)
+    line = re.search(r"verdict\W{0,3}\s*([A-Za-z_ ]{2,20})", text, re.IGNORECASE)
+    verdict = _norm_verdict(line.group(1).split()[0]) if line else None
+    return Verdict(verdict, [], text.strip())
+
+
+@dataclass(slots=True)
+class ReflectionResult:
+    answer: str
+    iterations: int               # refinements made
+    stop_reason: str              # "verdict" | "max_iterations" | "error"
+    usage: Usage
+    elapsed_s: float
+    attempts: list[str] = field(default_factory=list)
+    critiques: list[str] = field(default_factory=list)
+    evaluation: Optional[dict] = None
+    sources: list[dict] = field(default_factory=list)
+    trajectory: list[dict] = field(default_factory=list)
+
+
+class Reflection:
+    """The execute-reflect-refine loop over any actor (code prompt, text prompt, Agent)."""
+
+    def __init__(self, llm: ChatModel, actor: Optional[Actor] = None, *, kind: str = "code",
+                 max_iterations: int = 3, focus: Optional[str] = None,
+                 evaluator: Any = None, reviewer_llm: Optional[ChatModel] = None,
+                 language: str = "auto", max_tokens: int = 768):
+        if max_iterations < 0:
+            raise AgentModesError(f"max_iterations must be >= 0, got {max_iterations}")
+        self.llm = llm
+        self.actor = actor or LLMActor(llm, kind=kind, language=language, max_tokens=max_tokens)
+        self.kind = getattr(self.actor, "kind", kind)
+        self.max_iterations = max_iterations
+        self.focus = focus or (CODE_FOCUS if self.kind == "code" else DEFAULT_FOCUS)
+        self.evaluator = evaluator
+        self.reviewer = reviewer_llm or llm
+        self.language = language
+        self.max_tokens = max_tokens
+
+    def run(self, task: str, *, eval_task: Any = None) -> ReflectionResult:
+        done = final_event(self.stream(task, eval_task=eval_task))
+        return ReflectionResult(
+            answer=done["full_response"], iterations=done["iterations"],
+            stop_reason=done["stop_reason"], usage=Usage(**done["usage"]),
+            elapsed_s=done["elapsed_s"], attempts=done["attempts"], critiques=done["critiques"],
+            evaluation=done.get("evaluation"), sources=done["sources"],
+            trajectory=done["trajectory"])
+
+    def stream(self, task: str, *, eval_task: Any = None) -> Iterator[Event]:
+        if not task or not task.strip():
+            raise AgentModesError("the task is empty; say what the answer or code should do")
+        started = time.perf_counter()
+        lang = resolve_language(self.language, task)
+        memory, total = Memory(lang), Usage()
+        critiques: list[str] = []
+        best: Optional[tuple[float, int]] = None     # (score, attempt index) when tests run
+        evaluations: list[Evaluation] = []
+        stop_reason, iterations = "max_iterations", 0
+        yield status("starting", strategy="reflection", task=task, kind=self.kind,
+                     max_iterations=self.max_iterations)
+        try:
+            attempt = self.actor.act(task)
+        except AgentModesError as err:
+            yield status("error", message=f"the draft failed: {err}")
+            raise
+        total += attempt.usage
+        memory.add_record("execution", attempt.output, iteration=0)
+        yield status("draft", iteration=0, content=attempt.output,
+                     sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
+        for i in range(1, self.max_iterations + 1):
+            evaluation = self._evaluate(eval_task if eval_task is not None else task, attempt)
+            if evaluation is not None:
+                evaluations.append(evaluation)
+                memory.add_record("evaluation", evaluation.feedback, iteration=i - 1)
+                yield status("evaluation", iteration=i - 1, **evaluation.as_dict())
+            try:
+                reply = complete(self.reviewer, self._review_prompt(task, attempt, evaluation, lang),
+                                 max_tokens=self.max_tokens, grammar=VERDICT_GRAMMAR)
+            except AgentModesError as err:
+                yield status("error", message=f"the critique failed: {err}")
+                stop_reason = "error"
+                break
+            total += reply.usage
+            verdict = parse_verdict(reply.text)
+            tests_fail = evaluation is not None and not evaluation.passed
+            critique = verdict.critique
+            if tests_fail:
+                critique = f"{critique}\n\nThe tests still fail:\n{evaluation.feedback}".strip()
+            critiques.append(critique)
+            memory.add_record("reflection", critique, iteration=i, verdict=verdict.verdict)
+            yield status("critique", iteration=i, content=critique, verdict=verdict.verdict,
+                         issues=verdict.issues, usage=reply.usage.as_dict())
+            if verdict.passed and not tests_fail:
+                stop_reason = "verdict"
+                break
+            try:
+                attempt = self._refine(task, attempt, critique, lang)
+            except AgentModesError as err:
+                yield status("error", message=f"the refinement failed: {err}")
+                stop_reason = "error"
+                break
+            total += attempt.usage
+            iterations = i
+            memory.add_record("execution", attempt.output, iteration=i)
+            yield status("refinement", iteration=i, content=attempt.output,
+                         usage=attempt.usage.as_dict())
+        else:
+            # The last refinement has not been tested yet; tests decide which attempt wins.
+            evaluation = self._evaluate(eval_task if eval_task is not None else task, attempt)
+            if evaluation is not None:
+                evaluations.append(evaluation)
+                memory.add_record("evaluation", evaluation.feedback, iteration=iterations)
+                yield status("evaluation", iteration=iterations, **evaluation.as_dict())
+        if stop_reason == "max_iterations" and self.max_iterations:
+            yield status("max_iterations_reached", iterations=iterations)
+        answer, chosen = self._choose(memory.executions(), evaluations)
+        yield {"done": True, "full_response": answer, "sources": sources_as_dicts(attempt.sources),
+               "goal": task, "strategy": "reflection", "iterations": iterations,
+               "stop_reason": stop_reason, "usage": total.as_dict(),
+               "elapsed_s": round(time.perf_counter() - started, 3),
+               "attempts": memory.executions(), "critiques": critiques,
+               "evaluation": chosen.as_dict() if chosen else None,
+               "trajectory": memory.as_list()}
+
+    def _evaluate(self, eval_task: Any, attempt: Attempt) -> Optional[Evaluation]:
+        if self.evaluator is None:
+            return None
+        candidate = attempt.run if getattr(self.evaluator, "wants_run", False) and attempt.run \
+            is not None else attempt.output
+        return self.evaluator(eval_task, candidate)
+
+    def _review_prompt(self, task: str, attempt: Attempt, evaluation: Optional[Evaluation],
+                       lang: str) -> str:
+        body = f"```python\n{attempt.output.strip()}\n```" if self.kind == "code" else attempt.output
+        context = prompt("context", lang, sources=attempt.context) if attempt.context else ""
+        tests = prompt("evaluation", lang, feedback=evaluation.feedback) if evaluation else ""
+        return prompt("review", lang, focus=self.focus, task=task.strip(), context=context,
+                      attempt=body, evaluation=tests)
+
+    def _refine(self, task: str, last: Attempt, critique: str, lang: str) -> Attempt:
+        if self.kind == "code":
+            reply = complete(self.llm, prompt("refine_code", lang, task=task.strip(),
+                                              attempt=f"```python\n{last.output.strip()}\n```",
+                                              feedback=critique), max_tokens=self.max_tokens)
+            output = extract_code(reply.text)
+        else:
+            context = prompt("context", lang, sources=last.context) if last.context else ""
+            reply = complete(self.llm, prompt("refine_text", lang, task=task.strip(),
+                                              context=context, attempt=last.output,
+                                              feedback=critique), max_tokens=self.max_tokens)
+            output = reply.text
+        return Attempt(output=output, usage=reply.usage, context=last.context,
+                       sources=last.sources, raw=reply.text, trajectory=output)
+
+    @staticmethod
+    def _choose(outputs: list[str], evaluations: list[Evaluation]
+                ) -> tuple[str, Optional[Evaluation]]:
+        """Without tests the last attempt wins (each refines the one before). With tests,
+        the best-scoring attempt wins, the later one on a tie: a refinement that breaks
+        passing code must not replace it."""
+        if not evaluations or len(evaluations) != len(outputs):
+            return outputs[-1], (evaluations[-1] if evaluations else None)
+        best = max(range(len(outputs)), key=lambda j: (evaluations[j].score, j))
+        return outputs[best], evaluations[best]
