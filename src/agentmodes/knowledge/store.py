@@ -1,0 +1,366 @@
+"""The knowledge base's one SQLite file: schema and every query against it.
+
+stdlib sqlite3 rather than SQLAlchemy: the KB is always a local file, its queries are few
+and fixed, and vector blobs move faster without an ORM layer in between.
+
+Tables
+- meta        key/value: app marker, schema version, embedder name + dim, revision
+- documents   one row per ingested file: path, root it was ingested under, title, content
+              hash, mtime, size
+- chunks      one row per chunk: document, position, title, heading path (JSON), body text,
+              hash of the indexed text (the embedding cache key)
+- embeddings  (embedder, text hash) -> float32 blob. Keyed by text, not by chunk, so that
+              re-ingesting or moving unchanged text never embeds it again.
+
+`revision` in meta is bumped by every write; an open KnowledgeBase compares it to decide
+whether its in-memory search index is stale, also when another process wrote the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import KnowledgeBaseError
+from .chunking import Chunk
+
+APP_MARKER = "agentmodes-kb"
+SCHEMA_VERSION = 1
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    root TEXT NOT NULL,
+    title TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    size INTEGER NOT NULL,
+    ingested_at TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE INDEX IF NOT EXISTS documents_root ON documents(root);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    UNIQUE (doc_id, position)
+);
+CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
+CREATE TABLE IF NOT EXISTS embeddings (
+    embedder TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (embedder, text_hash)
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(slots=True)
+class DocumentRow:
+    id: int
+    path: str
+    root: str
+    title: str
+    content_hash: str
+    mtime: float
+    size: int
+
+
+@dataclass(slots=True)
+class ChunkRow:
+    id: int
+    doc_id: int
+    position: int
+    title: str
+    heading_path: list[str]
+    text: str
+    text_hash: str
+    source: str
+
+
+def _locked_message(path: Path) -> str:
+    return (f"knowledge base {path} is locked by another writer (an ingest still running?); "
+            "try again when it has finished")
+
+
+class Store:
+    """One connection to one KB file, safe to share between threads (calls are serialised)."""
+
+    def __init__(self, path: Path, *, create: bool = True, busy_timeout: float = 5.0) -> None:
+        self.path = path
+        _check_file(path, create)
+        try:
+            self._conn = sqlite3.connect(str(path), timeout=busy_timeout,
+                                         isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as err:
+            raise KnowledgeBaseError(f"cannot open knowledge base {path}: {err}") from None
+        self._lock = threading.RLock()
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._init_schema()
+        except sqlite3.DatabaseError as err:
+            self._conn.close()
+            if "locked" in str(err) or "busy" in str(err):
+                raise KnowledgeBaseError(_locked_message(path)) from None
+            raise KnowledgeBaseError(f"{path} is not an agentmodes knowledge base ({err})") from None
+
+    def _init_schema(self) -> None:
+        tables = {row[0] for row in self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "meta" not in tables:
+            raise KnowledgeBaseError(
+                f"{self.path} is an SQLite database but not an agentmodes knowledge base")
+        if "meta" in tables:
+            marker = self.get_meta("app")
+            if marker != APP_MARKER:
+                raise KnowledgeBaseError(
+                    f"{self.path} is an SQLite database but not an agentmodes knowledge base")
+            version = int(self.get_meta("schema_version") or 0)
+            if version > SCHEMA_VERSION:
+                raise KnowledgeBaseError(
+                    f"{self.path} was written by a newer agentmodes (schema {version}); upgrade "
+                    "agentmodes to open it")
+            return
+        with self.transaction():
+            # statement by statement: executescript() would commit our open transaction
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            self._set_meta("app", APP_MARKER)
+            self._set_meta("schema_version", str(SCHEMA_VERSION))
+            self._set_meta("revision", "0")
+
+    # --- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so a second writer waits
+        (busy timeout) instead of failing half-way, and a kill leaves the previous state."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as err:
+                if "locked" in str(err) or "busy" in str(err):
+                    raise KnowledgeBaseError(_locked_message(self.path)) from None
+                raise KnowledgeBaseError(f"knowledge base {self.path}: {err}") from None
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as err:
+                self._conn.execute("ROLLBACK")
+                raise KnowledgeBaseError(_locked_message(self.path)
+                                         if "locked" in str(err) else str(err)) from None
+
+    def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as err:
+                if "locked" in str(err) or "busy" in str(err):
+                    raise KnowledgeBaseError(_locked_message(self.path)) from None
+                raise KnowledgeBaseError(f"knowledge base {self.path}: {err}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # --- meta ---------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._conn.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO "
+                           "UPDATE SET value=excluded.value", (key, value))
+
+    def _bump_revision(self) -> None:
+        self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+                           "WHERE key='revision'")
+
+    def revision(self) -> int:
+        return int(self.get_meta("revision") or 0)
+
+    def set_embedder(self, name: str | None, dim: int | None) -> None:
+        with self.transaction():
+            if name is None:
+                self._conn.execute("DELETE FROM meta WHERE key IN ('embedder', 'embedder_dim')")
+            else:
+                self._set_meta("embedder", name)
+                self._set_meta("embedder_dim", str(dim or 0))
+            self._bump_revision()
+
+    # --- documents ----------------------------------------------------------------------
+
+    def document(self, path: str) -> DocumentRow | None:
+        rows = self._query("SELECT id, path, root, title, content_hash, mtime, size "
+                           "FROM documents WHERE path=?", (path,))
+        return DocumentRow(*rows[0]) if rows else None
+
+    def documents_under(self, folder: str) -> list[DocumentRow]:
+        """Documents whose path lies inside `folder` (an absolute path without trailing sep)."""
+        prefix = folder.rstrip("/\\") + "/"
+        rows = self._query("SELECT id, path, root, title, content_hash, mtime, size FROM "
+                           "documents WHERE substr(path, 1, ?) = ? ORDER BY path",
+                           (len(prefix), prefix))
+        return [DocumentRow(*row) for row in rows]
+
+    def replace_document(self, path: str, root: str, title: str, content_hash: str,
+                         mtime: float, size: int, chunks: list[Chunk], force: bool = False) -> str:
+        """Store a document and its chunks in one transaction; returns added/updated/unchanged.
+
+        The hash is compared again inside the write transaction, so two concurrent ingests of
+        the same file cannot both insert it.
+        """
+        with self.transaction() as conn:
+            row = conn.execute("SELECT id, content_hash FROM documents WHERE path=?",
+                               (path,)).fetchone()
+            if row and row[1] == content_hash and not force:
+                conn.execute("UPDATE documents SET mtime=?, size=? WHERE id=?", (mtime, size, row[0]))
+                return "unchanged"
+            if row:
+                conn.execute("DELETE FROM documents WHERE id=?", (row[0],))
+            cursor = conn.execute(
+                "INSERT INTO documents(path, root, title, content_hash, mtime, size) "
+                "VALUES(?, ?, ?, ?, ?, ?)", (path, root, title, content_hash, mtime, size))
+            doc_id = cursor.lastrowid
+            conn.executemany(
+                "INSERT INTO chunks(doc_id, position, title, heading_path, text, text_hash) "
+                "VALUES(?, ?, ?, ?, ?, ?)",
+                [(doc_id, c.position, c.title, json.dumps(c.heading_path, ensure_ascii=False),
+                  c.text, c.text_hash) for c in chunks])
+            self._bump_revision()
+            return "updated" if row else "added"  # forced re-extraction counts as updated
+
+    def remove_document(self, path: str) -> bool:
+        with self.transaction() as conn:
+            deleted = conn.execute("DELETE FROM documents WHERE path=?", (path,)).rowcount
+            if deleted:
+                self._bump_revision()
+            return bool(deleted)
+
+    # --- chunks -------------------------------------------------------------------------
+
+    def all_chunks(self) -> list[ChunkRow]:
+        rows = self._query(
+            "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c.text_hash, "
+            "d.path FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id")
+        return [_chunk_row(row) for row in rows]
+
+    def chunks_by_id(self, ids: list[int]) -> dict[int, ChunkRow]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._query(
+            "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c.text_hash, "
+            f"d.path FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})",
+            tuple(ids))
+        return {row[0]: _chunk_row(row) for row in rows}
+
+    # --- embeddings ---------------------------------------------------------------------
+
+    def pending_texts(self, embedder: str) -> list[tuple[str, int]]:
+        """(text hash, one chunk id carrying it) for every indexed text without a vector."""
+        return self._query(
+            "SELECT c.text_hash, MIN(c.id) FROM chunks c LEFT JOIN embeddings e "
+            "ON e.embedder = ? AND e.text_hash = c.text_hash WHERE e.text_hash IS NULL "
+            "GROUP BY c.text_hash ORDER BY MIN(c.id)", (embedder,))
+
+    def count_pending(self, embedder: str | None) -> int:
+        if embedder is None:
+            return self._query("SELECT COUNT(*) FROM chunks")[0][0]
+        return self._query(
+            "SELECT COUNT(*) FROM chunks c LEFT JOIN embeddings e ON e.embedder = ? AND "
+            "e.text_hash = c.text_hash WHERE e.text_hash IS NULL", (embedder,))[0][0]
+
+    def put_vectors(self, embedder: str, hashes: list[str], vectors: np.ndarray) -> None:
+        blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
+        with self.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO embeddings(embedder, text_hash, vector) "
+                             "VALUES(?, ?, ?)", [(embedder, h, b) for h, b in zip(hashes, blobs)])
+            self._bump_revision()
+
+    def chunk_vectors(self, embedder: str, dim: int) -> tuple[list[int], np.ndarray]:
+        """Vectors of every chunk that has one, in chunk id order."""
+        rows = self._query(
+            "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = ? AND "
+            "e.text_hash = c.text_hash ORDER BY c.id", (embedder,))
+        if not rows:
+            return [], np.zeros((0, dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+        return [row[0] for row in rows], matrix.reshape(len(rows), -1).copy()
+
+    def drop_vectors_except(self, embedder: str | None) -> None:
+        """Forget vectors of other embedders (after a re-index they can never be used)."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM embeddings WHERE embedder IS NOT ?", (embedder,))
+            self._bump_revision()
+
+    # --- statistics and integrity -------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "documents": self._query("SELECT COUNT(*) FROM documents")[0][0],
+            "chunks": self._query("SELECT COUNT(*) FROM chunks")[0][0],
+            "vectors": self._query("SELECT COUNT(*) FROM embeddings")[0][0],
+        }
+
+    def integrity_problems(self) -> list[str]:
+        """SQLite's own check plus ours: no chunk without document, no document without chunks."""
+        problems = [row[0] for row in self._query("PRAGMA integrity_check") if row[0] != "ok"]
+        orphans = self._query("SELECT COUNT(*) FROM chunks WHERE doc_id NOT IN "
+                              "(SELECT id FROM documents)")[0][0]
+        if orphans:
+            problems.append(f"{orphans} chunks without a document")
+        empty = self._query("SELECT COUNT(*) FROM documents WHERE id NOT IN "
+                            "(SELECT doc_id FROM chunks)")[0][0]
+        if empty:
+            problems.append(f"{empty} documents without chunks")
+        return problems
+
+
+def _chunk_row(row: tuple) -> ChunkRow:
+    return ChunkRow(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7])
+
+
+def _check_file(path: Path, create: bool) -> None:
+    """Refuse what can never be a KB before SQLite gets to it (it would happily 'open' any
+    file and fail later with 'file is not a database')."""
+    if path.is_dir():
+        raise KnowledgeBaseError(f"{path} is a directory, not a knowledge base file")
+    if not path.exists():
+        if not create:
+            raise KnowledgeBaseError(
+                f"no knowledge base at {path}; create one with `agentmodes ingest PATH --kb {path}`")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise KnowledgeBaseError(f"cannot create knowledge base {path}: {err.strerror}") from None
+        return
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as err:
+        raise KnowledgeBaseError(f"cannot read knowledge base {path}: {err.strerror}") from None
+    if header and header != SQLITE_HEADER:
+        raise KnowledgeBaseError(f"{path} is not an agentmodes knowledge base (not an SQLite file)")
