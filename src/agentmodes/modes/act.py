@@ -1,0 +1,16 @@
+"""ACT (seed 002): act without an explicit reasoning trace.
+
+The model picks a tool straight away, with native tool calls where the backend supports them
+and otherwise as `ACTION: tool(param)`. `respond(answer)` ends the episode; an unclear
+question gets a clarifying question through respond. Prompt: prompts/<lang>/act.md.
+"""
+
+from .loop import ModeSpec
+
+ACT = ModeSpec(
+    name="act",
+    reasoning=None,                 # no THOUGHT step: reasoning stays in the model weights
+    start_status="getting_action",
+    lists_respond=True,             # stop rule: respond(answer)
+    native_tools=True,
+)

@@ -1,0 +1,348 @@
+"""The one loop the step modes (ACT, ReAct, ReflAct) share.
+
+A mode is a ModeSpec: its prompt, its labels, its stop rule. Everything else lives here once:
+iterations up to the budget, streaming deltas by section, parsing, tool execution (errors and
+unknown tools become observations), parse-error feedback and recovery, repeat detection,
+the adaptive exit on a confident search, the best-effort answer at the limit, run-wide
+source numbering with citation cleanup, and token usage on every event after an LLM call.
+
+The loop is on the hot path of every benchmark: plain dicts for events, regexes compiled
+once, no copies of the growing message list (it is append-only, which also lets a backend
+reuse its KV cache for the shared prefix).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Sequence
+
+from .. import prompts
+from ..errors import LLMError
+from ..events import Event, Usage
+from ..llm.base import ChatModel, GenerationOptions, Message
+from ..parsing import LABEL_RE, Action, SectionRouter, Step, argument_from_json, parse_step
+from ..tools.base import ToolResult
+from ..tools.observation import format_sources, snippet
+from ..tools.registry import ToolSet
+from .sources import CitationFilter, SourceBook, clean_citations
+
+STOP = ["\nOBSERVATION", "\nObservation", "\nBEOBACHTUNG", "\nBeobachtung"]
+STEP_MAX_TOKENS = 512
+ANSWER_MAX_TOKENS = 768
+REPEAT_LIMIT = 3
+PREVIEW_CHARS = 300
+_UNKNOWN = {"de": "Unbekanntes Tool {name!r}. Verfügbare Tools: {names}.",
+            "en": "Unknown tool {name!r}. Available tools: {names}."}
+_FAILED = {"de": "Das Tool {name} ist fehlgeschlagen: {err}",
+           "en": "The tool {name} failed: {err}"}
+
+
+@dataclass(frozen=True, slots=True)
+class ModeSpec:
+    """What distinguishes one step mode from another."""
+
+    name: str                        # act | react | reflact (also the prompt file name)
+    reasoning: Optional[str]         # event name of the reasoning part: reflection | thought
+    start_status: str                # event before the model starts: reflecting | getting_action
+    reflact_labels: bool = False     # THOUGHT is read as REFLECTION (seed 000)
+    goal_in_events: bool = False     # the goal appears in every iteration event
+    lists_respond: bool = False      # respond(answer) is how this mode ends (ACT)
+    native_tools: bool = False       # use native tool calls when the backend supports them
+
+
+def default_threshold() -> float:
+    """The KB's documented high-confidence threshold (knowledge/confidence.py)."""
+    try:
+        from ..knowledge.confidence import HIGH_CONFIDENCE
+        return float(HIGH_CONFIDENCE)
+    except ImportError:
+        return 0.8
+
+
+def step_grammar(spec: ModeSpec, llm: ChatModel, tool_names: Sequence[str]) -> Optional[str]:
+    """The mode's GBNF step grammar, for backends that enforce one."""
+    if not getattr(llm, "supports_grammar", False):
+        return None
+    try:
+        from ..llm.grammars import step_grammar as build
+    except ImportError:
+        return None
+    return build(spec.name, list(tool_names))
+
+
+class Episode:
+    """One run of a step mode over one question; `run()` yields its events."""
+
+    def __init__(self, spec: ModeSpec, llm: ChatModel, tools: ToolSet, *, question: str,
+                 system: str, max_iterations: int, lang: str = "en",
+                 history: Sequence[Message] = (), threshold: Optional[float] = None,
+                 adaptive: bool = True, grammar: Optional[str] = None):
+        self.spec, self.llm, self.tools = spec, llm, tools
+        self.question = question
+        self.goal = question
+        self.lang = lang
+        self.max_iterations = max_iterations
+        self.threshold = default_threshold() if threshold is None else threshold
+        self.adaptive = adaptive
+        self.messages: list[Message] = [{"role": "system", "content": system}, *history,
+                                        {"role": "user", "content": question}]
+        self.native = spec.native_tools and getattr(llm, "supports_tools", False)
+        self.options = GenerationOptions(
+            stop=None if self.native else STOP, max_tokens=STEP_MAX_TOKENS, grammar=grammar,
+            tools=tools.specs() if self.native else None)
+        self.book = SourceBook()
+        self.usage = Usage()
+        self.last_usage: dict = {}
+        self.iterations = 0
+        self.adaptive_exit = False
+        self.searched_question = False
+        self.started = time.perf_counter()
+        self._delta_status = {"reasoning": (f"{spec.reasoning}_delta" if spec.reasoning
+                                            else "action_delta"), "action": "action_delta"}
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self) -> Iterator[Event]:
+        spec = self.spec
+        yield {"status": "starting", "mode": spec.name, "goal": self.goal}
+        last_key: Optional[tuple] = None
+        repeats = 0
+        fed_back = False
+        reason = "max_iterations"
+        for it in range(1, self.max_iterations + 1):
+            self.iterations = it
+            event = {"status": "iteration", "iteration": it, "max": self.max_iterations}
+            if spec.goal_in_events:
+                event["goal"] = self.goal
+            yield event
+            yield {"status": spec.start_status, "iteration": it}
+            try:
+                step, call_id = yield from self._step(it)
+            except LLMError as err:
+                if not len(self.book):
+                    raise                               # nothing gathered: a clear error
+                yield {"status": "error", "iteration": it, "message": str(err)}
+                reason = "llm_error"
+                break
+            usage = self.last_usage
+            if step.goal:
+                self.goal = step.goal
+            if step.reasoning and spec.reasoning:
+                yield {"status": spec.reasoning, spec.reasoning: step.reasoning,
+                       "iteration": it, "usage": usage}
+            action = step.action
+            if step.error is not None:
+                if not fed_back:
+                    fed_back = True
+                    yield self._feed_back(step, it)
+                    continue
+                yield {"status": "parse_error", "iteration": it, "message": step.error.message,
+                       "hint": step.error.hint, "recovered": True, "usage": usage}
+                action = self._recovery_action(step)
+                if action is None:
+                    reason = "parse_error"
+                    break
+                call_id = None
+            else:
+                fed_back = False
+            if step.final_answer is not None and action is None:
+                yield from self._finish(step.final_answer, it)
+                return
+            yield {"status": "action", "action": action.name, "param": action.argument,
+                   "iteration": it, "usage": usage}
+            if action.name == "respond":
+                yield from self._finish(action.argument, it)
+                return
+            key = (action.name, " ".join(action.argument.lower().split()))
+            repeats = repeats + 1 if key == last_key else 1
+            last_key = key
+            if repeats >= REPEAT_LIMIT:
+                yield {"status": "repeated_action", "iteration": it, "action": action.name,
+                       "param": action.argument, "count": repeats, "usage": usage}
+                reason = "repeated_action"
+                break
+            result, text = self._execute(action)
+            self._observe(text, call_id)
+            yield {"status": "observation", "result_preview": text[:PREVIEW_CHARS],
+                   "iteration": it, "confidence": result.confidence, "error": result.error,
+                   "usage": usage}
+            if result.ends_episode:
+                yield from self._finish(result.text, it)
+                return
+            if (self.adaptive and not result.error and result.sources
+                    and result.confidence >= self.threshold):
+                self.adaptive_exit = True
+                yield {"status": "adaptive_iteration", "iteration": it,
+                       "reason": "high_confidence", "confidence": result.confidence,
+                       "usage": usage}
+                yield {"status": "adaptive_response", "reason": "high_confidence_results",
+                       "usage": usage}
+                reason = "high_confidence"
+                break
+        else:
+            yield {"status": "max_iterations_reached", "iteration": self.iterations,
+                   "max": self.max_iterations, "usage": self.last_usage}
+        yield from self._final_call(reason)
+
+    # -- one model call ---------------------------------------------------------------------
+    def _step(self, it: int):
+        """Stream one step; yields delta events, returns (Step, native tool-call id)."""
+        router = SectionRouter()
+        delta_status = self._delta_status
+        parts: list[str] = []
+        calls: dict[int, list] = {}
+        usage = None
+        for chunk in self.llm.stream(self.messages, self.options):
+            if chunk.text:
+                parts.append(chunk.text)
+                for section, piece in router.feed(chunk.text):
+                    status = delta_status.get(section)
+                    if status:                          # the answer is shown once it is final
+                        yield {"status": status, "delta": piece, "iteration": it}
+            if chunk.tool_calls:
+                for d in chunk.tool_calls:
+                    slot = calls.setdefault(d.index, [d.id, "", ""])
+                    slot[0] = slot[0] or d.id
+                    slot[1] += d.name or ""
+                    slot[2] += d.arguments
+            if chunk.usage is not None:
+                usage = chunk.usage
+        self._count(usage)
+        for section, piece in router.feed("", final=True):
+            status = delta_status.get(section)
+            if status:
+                yield {"status": status, "delta": piece, "iteration": it}
+        text = "".join(parts)
+        if calls:
+            call_id, name, arguments = calls[min(calls)]
+            call_id = call_id or f"call_{it}"
+            self.messages.append({"role": "assistant", "content": text or None, "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": name, "arguments": arguments}}]})
+            return Step(text=text, action=Action(name, argument_from_json(arguments))), call_id
+        if self.native and text.strip() and "ACTION" not in text.upper():
+            step = Step(text=text, final_answer=text.strip())   # plain text is the answer
+        else:
+            step = parse_step(text, reflact=self.spec.reflact_labels)
+        self.messages.append({"role": "assistant", "content": step.text})
+        return step, None
+
+    def _count(self, usage: Optional[Usage]) -> None:
+        if usage is None:
+            usage = Usage(calls=1)
+        elif not usage.calls:
+            usage = Usage(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, 1)
+        self.usage = self.usage + usage
+        self.last_usage = usage.as_dict()
+
+    # -- parse failures ---------------------------------------------------------------------
+    def _feed_back(self, step: Step, it: int) -> Event:
+        """Show the model why its step was unreadable, once (the hint in its language)."""
+        err = step.error
+        hint = prompts.hints(self.lang).get(err.code, err.hint)
+        self.messages.append({"role": "user", "content": prompts.fill(
+            prompts.load("parse_error", self.lang), MESSAGE=err.message, HINT=hint)})
+        return {"status": "parse_error", "iteration": it, "message": err.message,
+                "hint": hint, "recovered": False, "usage": self.last_usage}
+
+    def _recovery_action(self, step: Step) -> Optional[Action]:
+        """After a second unreadable step: search the question once, else stop and answer."""
+        if step.action is not None and step.action.argument:
+            return step.action
+        tool = self.tools.search_tool()
+        if tool is None or self.searched_question:
+            return None
+        self.searched_question = True
+        return Action(tool.name, self.question)
+
+    # -- tools ------------------------------------------------------------------------------
+    def _execute(self, action: Action) -> tuple[ToolResult, str]:
+        """Run a tool; whatever goes wrong becomes an observation the model can read."""
+        tool = self.tools.get(action.name)
+        if tool is None:
+            msg = _UNKNOWN.get(self.lang, _UNKNOWN["en"]).format(
+                name=action.name, names=", ".join(self.tools.names))
+            return ToolResult(msg, error=True), msg
+        if action.argument == self.question:
+            self.searched_question = True
+        try:
+            result = tool(action.argument)
+        except Exception as err:  # noqa: BLE001 - a failing tool must not end the run
+            msg = _FAILED.get(self.lang, _FAILED["en"]).format(
+                name=action.name, err=str(err) or type(err).__name__)
+            return ToolResult(msg, error=True), msg
+        if result.sources:
+            numbers = self.book.add(result.sources)
+            return result, format_sources(result.sources, numbers, self.lang)
+        return result, result.text
+
+    def _observe(self, text: str, call_id: Optional[str]) -> None:
+        if call_id is not None:
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+        else:
+            self.messages.append({"role": "user", "content": "OBSERVATION: " + text})
+
+    # -- the answer -------------------------------------------------------------------------
+    def _finish(self, answer: str, it: int) -> Iterator[Event]:
+        answer = clean_citations(answer, len(self.book)).strip() or self._fallback_answer()
+        yield {"status": "final_answer", "iteration": it, "usage": self.last_usage}
+        yield {"delta": answer}
+        yield self._done(answer)
+
+    def _final_call(self, reason: str) -> Iterator[Event]:
+        """Answer from what was gathered (adaptive exit, limit, repeats): never empty."""
+        yield {"status": "final_answer", "iteration": self.iterations, "reason": reason,
+               "usage": self.last_usage}
+        self.messages.append({"role": "user", "content": prompts.fill(
+            prompts.load("final_answer", self.lang), QUESTION=self.question)})
+        options = GenerationOptions(stop=STOP, max_tokens=ANSWER_MAX_TOKENS)
+        router = SectionRouter(initial="answer")
+        cites = CitationFilter(len(self.book))
+        parts: list[str] = []
+        usage = None
+        try:
+            for chunk in self.llm.stream(self.messages, options):
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                if not chunk.text:
+                    continue
+                parts.append(chunk.text)
+                for section, piece in router.feed(chunk.text):
+                    if section == "answer" and (piece := cites.feed(piece)):
+                        yield {"delta": piece}
+            self._count(usage)
+        except LLMError as err:
+            yield {"status": "error", "message": str(err), "usage": self.last_usage}
+            parts = []
+        tail = "".join(cites.feed(p) for s, p in router.feed("", final=True) if s == "answer")
+        tail += cites.flush()
+        if tail:
+            yield {"delta": tail}
+        step = parse_step("".join(parts))
+        answer = step.final_answer if step.final_answer is not None else _unlabelled(parts)
+        answer = clean_citations(answer, len(self.book)).strip()
+        if not answer:
+            answer = self._fallback_answer()
+            yield {"delta": answer}
+        yield self._done(answer)
+
+    def _fallback_answer(self) -> str:
+        """What was found, listed with citations, when the model gave no usable answer."""
+        if not len(self.book):
+            return prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question)
+        findings = "\n".join(f"- {snippet(s.text, 200)} [{i}]"
+                              for i, s in enumerate(self.book.sources[:5], 1))
+        return prompts.fill(prompts.load("fallback", self.lang), FINDINGS=findings)
+
+    def _done(self, answer: str) -> Event:
+        return {"done": True, "full_response": answer, "sources": self.book.as_dicts(answer),
+                "goal": self.goal, "mode": self.spec.name, "iterations": self.iterations,
+                "adaptive_exit": self.adaptive_exit, "usage": self.usage.as_dict(),
+                "elapsed_s": round(time.perf_counter() - self.started, 6)}
+
+
+def _unlabelled(parts: list[str]) -> str:
+    """A final reply without FINAL ANSWER label: its text up to any step label."""
+    text = "".join(parts)
+    m = LABEL_RE.search(text)
+    return text[:m.start()] if m else text

@@ -1,0 +1,15 @@
+"""respond(answer): the ACT mode's way to end an episode with its answer (seed 002)."""
+
+from __future__ import annotations
+
+from .base import ToolResult
+
+
+class RespondTool:
+    name = "respond"
+    parameter = "answer"
+    description = "Give the final answer (or ask a clarifying question)"
+    description_de = "Finale Antwort geben (oder eine Rückfrage stellen)"
+
+    def __call__(self, argument: str) -> ToolResult:
+        return ToolResult(argument.strip(), ends_episode=True)
