@@ -1,0 +1,103 @@
+"""`agentmodes bench humaneval | mbpp`: code benchmarks.
+
+Two paths per command:
+- `--score-samples FILE.jsonl`: score existing human-eval format samples (bench/score_samples.py).
+- generation strategies (simple, reflection, reflexion): produce and score completions with
+  an LLM; added by the Reflection/Reflexion part in `_generate` below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+from ..bench.codedata import MBPP_SPLITS, load_code_tasks
+from ..bench.score_samples import ScoreReport, score_file
+from ..evaluators.code import SCORING_LIMITS
+from ..tools.sandbox import SandboxLimits
+from .main import bench_app, fail
+
+SAMPLES_HELP = "Score human-eval format samples (JSON lines with task_id and completion)."
+DATA_HELP = "Benchmark data folder (default: $AGENTMODES_DATA or ../shared/data)."
+
+
+def _generate(benchmark: str) -> None:
+    """Generation strategies live with the Reflection/Reflexion loops; until they are
+    registered here, say so instead of pretending to run."""
+    raise fail(f"bench {benchmark}: no generation strategy is available in this build; "
+               "use --score-samples FILE.jsonl to score existing samples")
+
+
+def _score(benchmark: str, samples: Path, data: Optional[Path], json_out: bool,
+           workers: int, timeout: float, split: str = "test") -> None:
+    tasks = load_code_tasks(benchmark, data, split)
+    limits = SandboxLimits(timeout_s=timeout, memory_mb=SCORING_LIMITS.memory_mb,
+                           max_procs=SCORING_LIMITS.max_procs)
+    err = Console(stderr=True)
+    if json_out:
+        report = score_file(benchmark, samples, tasks, workers=workers, limits=limits)
+    else:
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                      transient=True) as bar:
+            job = bar.add_task(f"scoring {benchmark}", total=None)
+            report = score_file(benchmark, samples, tasks, workers=workers, limits=limits,
+                                progress=lambda done, total: bar.update(job, completed=done,
+                                                                        total=total))
+    for message in report.errors:
+        typer.echo(message, err=True)
+    if json_out:
+        typer.echo(json.dumps(report.as_dict(), ensure_ascii=False))
+    else:
+        _print_summary(report)
+    if report.errors:
+        raise typer.Exit(1)     # scored, but some lines were skipped
+
+
+def _print_summary(report: ScoreReport) -> None:
+    data: dict[str, Any] = report.as_dict()
+    table = Table(title=f"{report.benchmark}: samples scored in the sandbox ({report.isolation})")
+    for column in ("samples", "passed", "pass@1", "tasks", "skipped lines", "time (s)"):
+        table.add_column(column, justify="right")
+    table.add_row(str(data["total"]), str(data["passed"]), f"{data['pass_at_1']:.3f}",
+                  str(data["tasks"]), str(len(report.errors)), f"{data['duration_s']:.1f}")
+    Console().print(table)
+
+
+@bench_app.command("humaneval")
+def humaneval(
+    score_samples: Optional[Path] = typer.Option(None, "--score-samples", help=SAMPLES_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
+    workers: int = typer.Option(2, "--workers", min=1, help="Programs run in parallel."),
+    timeout: float = typer.Option(SCORING_LIMITS.timeout_s, "--timeout", min=0.1,
+                                  help="Seconds per program."),
+) -> None:
+    """HumanEval (164 problems): pass@1. Exit 1 if some sample lines were skipped."""
+    if score_samples is None:
+        _generate("humaneval")
+    _score("humaneval", score_samples, data, json_out, workers, timeout)
+
+
+@bench_app.command("mbpp")
+def mbpp(
+    score_samples: Optional[Path] = typer.Option(None, "--score-samples", help=SAMPLES_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
+    split: str = typer.Option("test", "--split",
+                              help=f"MBPP sanitized split: {' or '.join(MBPP_SPLITS)} "
+                                   "(test = task ids 11-510)."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Programs run in parallel."),
+    timeout: float = typer.Option(SCORING_LIMITS.timeout_s, "--timeout", min=0.1,
+                                  help="Seconds per program."),
+) -> None:
+    """MBPP sanitized (test split: 257 problems): pass@1. Exit 1 if some lines were skipped."""
+    if score_samples is None:
+        _generate("mbpp")
+    _score("mbpp", score_samples, data, json_out, workers, timeout, split)
