@@ -46,7 +46,13 @@ def test_f1_evaluator_threshold():
 
 
 def steps(*actions):
-    return {"steps": [{"action": {"name": n, "argument": a}} for n, a in actions]}
+    """A run's trace as the agent loop emits it: action events between other events."""
+    trace = [{"status": "starting", "mode": "react"}]
+    for n, a in actions:
+        trace += [{"status": "thought", "thought": "..."},
+                  {"status": "action", "action": n, "param": a},
+                  {"status": "observation", "result_preview": "..."}]
+    return {"steps": trace}
 
 
 class Run:
@@ -69,8 +75,9 @@ def test_repeated_action_more_than_three_times_fails():
 
 def test_step_limit():
     ev = StepLimitEvaluator(max_steps=30)
-    assert ev(None, Run([{}] * 30)).passed
-    assert not ev(None, Run([{}] * 31)).passed
+    assert ev(None, Run(steps(*[("search", str(i)) for i in range(30)])["steps"])).passed
+    assert not ev(None, Run(steps(*[("search", str(i)) for i in range(31)])["steps"])).passed
+    assert not ev(None, Run([{"action": {"name": "go", "argument": "x"}}] * 31)).passed
     assert ev(None, "no run, just text").passed
 
 

@@ -87,42 +87,37 @@ def test_long_term_memory_keeps_three_and_a_new_run_starts_with_them(tmp_path):
 
 
 def test_agent_actor_gets_lessons_through_the_system_prompt():
-    settings_seen = []
-
-    class Run:
-        def __init__(self, answer):
-            self.answer, self.sources, self.usage = answer, [], {"prompt_tokens": 10,
-                                                                 "completion_tokens": 2, "calls": 1}
-            self.steps = [{"thought": "search it", "action": {"name": "rag_search",
-                                                               "argument": "capital"},
-                           "observation": "Bern is the federal city."}]
-
-    answers = iter(["Zurich", "Bern"])
-
-    def factory(llm, knowledge, settings):
-        settings_seen.append(settings)
-        return type("A", (), {"run": lambda self, q, **kw: Run(next(answers))})()
-
-    llm = ScriptedModel(["I answered Zurich although the observation said Bern. Trust it."])
+    # The real Agent (ReAct) on the scripted model: trial 1 answers wrongly, the lesson goes
+    # into ChatbotSettings.system_prompt, which the mode prepends on trial 2.
+    llm = ScriptedModel([
+        "THOUGHT: Zurich is the largest city.\nFINAL ANSWER: Zurich",
+        "I answered with the largest city, but the federal city is what was asked. Check "
+        "which city hosts the federal government.",
+        "THOUGHT: The federal government sits in Bern.\nFINAL ANSWER: Bern",
+    ])
     base = ChatbotSettings(agent_mode="react", system_prompt="You are the city guide.")
-    loop = Reflexion(llm, AgentActor(llm=llm, settings=base, agent_factory=factory),
-                     ExactMatchEvaluator(), max_trials=3)
+    loop = Reflexion(llm, AgentActor(llm=llm, settings=base), ExactMatchEvaluator(),
+                     max_trials=3)
     result = loop.run("What is the Swiss federal city?", eval_task={"answer": "Bern"})
     assert result.success and result.answer == "Bern" and len(result.trials) == 2
-    assert settings_seen[0].system_prompt == "You are the city guide."
-    second = settings_seen[1].system_prompt
-    assert second.startswith("You are the city guide.") and "Trust it." in second
-    assert settings_seen[1].agent_mode == "react"
-    # The self-reflection prompt received the agent's trajectory.
-    assert "rag_search('capital')" in llm.prompts[0][-1]["content"]
-    # Usage of the agent runs and the reflection call is summed.
-    assert result.usage.calls == 3
+    first_system, second_system = llm.prompts[0][0]["content"], llm.prompts[2][0]["content"]
+    assert first_system.startswith("You are the city guide.") and "federal government" not in first_system
+    assert second_system.startswith("You are the city guide.")
+    assert "hosts the federal government" in second_system and "ReAct" in second_system
+    # The self-reflection prompt received the agent's trajectory and the evaluator's verdict.
+    reflect_prompt = llm.prompts[1][-1]["content"]
+    assert "Thought: Zurich is the largest city." in reflect_prompt
+    assert "'Zurich' is not correct" in reflect_prompt
+    # Usage of both agent runs and the reflection call is summed.
+    assert result.usage.calls == 3 and result.run.answer == "Bern"
 
 
 def test_run_reading_evaluator_gets_the_agent_run():
     class Run:
         answer, sources, usage = "x", [], None
-        steps = [{"action": {"name": "rag_search", "argument": "same"}}] * 4
+        steps = [{"status": "iteration", "iteration": 1}] + [
+            {"status": "action", "action": "rag_search", "param": "same", "iteration": i}
+            for i in range(4)]
 
     def factory(llm, knowledge, settings):
         return type("A", (), {"run": lambda self, q, **kw: Run()})()
@@ -132,6 +127,7 @@ def test_run_reading_evaluator_gets_the_agent_run():
                        RepeatedActionEvaluator(), max_trials=1).run("q")
     assert not result.success
     assert "repeated 4 times" in result.trials[0].evaluation["feedback"]
+    assert "Action: rag_search('same')" in llm.prompts[0][-1]["content"]
 
 
 def test_an_evaluator_is_required_and_a_broken_one_fails_the_trial():

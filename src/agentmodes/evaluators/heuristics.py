@@ -22,13 +22,18 @@ def _get(obj: Any, name: str) -> Any:
 
 
 def step_action(step: Any) -> Optional[tuple[str, str]]:
-    """(tool name, argument) of a step, whatever shape the step has (dataclass with an
-    `action` object, or the dict of an "action" event); None for steps without an action."""
+    """(tool name, argument) of a step, whatever shape it has: the loop's "action" event
+    ({"status": "action", "action": name, "param": argument}) or an object/dict with an
+    `action` that has name and argument; None for anything that is not an action."""
+    if isinstance(step, dict) and "status" in step and step.get("status") != "action":
+        return None                      # an event of the trace that is not an action
     action = _get(step, "action")
     if action is None:
         return None
     if isinstance(action, str):
-        return (action.strip(), str(_get(step, "argument") or "").strip())
+        argument = _get(step, "param")
+        argument = _get(step, "argument") if argument is None else argument
+        return (action.strip(), str(argument or "").strip())
     name = _get(action, "name") or _get(action, "tool")
     if not name:
         return None
@@ -67,13 +72,17 @@ class RepeatedActionEvaluator:
 
 @dataclass(slots=True)
 class StepLimitEvaluator:
-    """Fails when a run took more than `max_steps` steps (planning was too inefficient)."""
+    """Fails when a run took more than `max_steps` steps (planning was too inefficient).
+    A step is one action; a trace of events counts its action events."""
 
     max_steps: int = 30
     wants_run = True
 
     def __call__(self, task: Any, candidate: Any) -> Evaluation:
-        n = len(run_steps(candidate))
+        steps = run_steps(candidate)
+        if any(isinstance(s, dict) and "status" in s for s in steps):
+            steps = [s for s in steps if step_action(s)]
+        n = len(steps)
         if n > self.max_steps:
             return Evaluation(False, 0.0, f"The run needed {n} steps, more than the limit of "
                               f"{self.max_steps}; plan a shorter path to the answer.", {"steps": n})

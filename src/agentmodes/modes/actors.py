@@ -75,31 +75,28 @@ class LLMActor:
                        trajectory=output, raw=reply.text)
 
 
+_EVENT_LINES = {
+    "thought": lambda e: f"Thought: {e.get('thought', '')}",
+    "reflection": lambda e: f"Reflection: {e.get('reflection', '')}",
+    "action": lambda e: f"Action: {e.get('action')}({str(e.get('param', '')).strip()!r})",
+    "observation": lambda e: "Observation: " + " ".join(str(e.get("result_preview", "")).split())[:500],
+    "parse_error": lambda e: f"(unparsable step: {e.get('message', '')})",
+    "repeated_action": lambda e: f"(stopped: {e.get('action')} repeated {e.get('count')} times)",
+    "max_iterations_reached": lambda e: "(the iteration limit was reached)",
+}
+
+
 def render_steps(steps: Sequence[Any]) -> str:
-    """An agent run's steps as text for the self-reflection prompt. Steps may be dataclasses
-    or event dicts; we read the usual fields and skip what a step does not have."""
+    """An agent run's trace (RunResult.steps: the run's events) as the text the
+    self-reflection prompt reads: reasoning, actions and observations in order."""
     lines = []
-    for n, step in enumerate(steps, start=1):
-        get = (lambda k: step.get(k)) if isinstance(step, dict) else (lambda k: getattr(step, k, None))
-        for label, key in (("Reflection", "reflection"), ("Thought", "thought"),
-                           ("Reasoning", "reasoning")):
-            if get(key):
-                lines.append(f"{label} {n}: {str(get(key)).strip()}")
-                break
-        action = get("action")
-        if action is not None:
-            if isinstance(action, str):
-                lines.append(f"Action {n}: {action} {get('argument') or ''}".rstrip())
-            else:
-                name = getattr(action, "name", None) or (action.get("name") if isinstance(action, dict) else "")
-                arg = getattr(action, "argument", None) or (action.get("argument") if isinstance(action, dict) else "")
-                lines.append(f"Action {n}: {name}({arg!r})")
-        observation = get("observation")
-        if observation:
-            text = getattr(observation, "text", observation)
-            lines.append(f"Observation {n}: {' '.join(str(text).split())[:500]}")
-        if get("final_answer"):
-            lines.append(f"Final answer: {get('final_answer')}")
+    for event in steps:
+        if isinstance(event, dict):
+            line = _EVENT_LINES.get(str(event.get("status")))
+            if line is not None:
+                lines.append(line(event).strip())
+        elif event is not None:
+            lines.append(str(event))
     return "\n".join(lines)
 
 
