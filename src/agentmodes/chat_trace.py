@@ -37,6 +37,7 @@ class TraceRecorder:
         self.adaptive_exit: Optional[dict[str, Any]] = None
         self.max_iterations_reached = False
         self._usage = dict.fromkeys(_USAGE_KEYS, 0)
+        self._last_usage: Optional[dict] = None
         self._last_iteration = 0
 
     def _elapsed_ms(self) -> float:
@@ -45,9 +46,13 @@ class TraceRecorder:
     def add(self, event: Event) -> None:
         if self.first_event_ms is None:
             self.first_event_ms = self._elapsed_ms()
-        if "usage" in event and isinstance(event["usage"], dict) and not event.get("done"):
+        usage = event.get("usage")
+        if isinstance(usage, dict) and not event.get("done") and usage is not self._last_usage:
+            # Every event after one LLM call carries that call's usage (the same dict), so
+            # count each call once.
+            self._last_usage = usage
             for key in _USAGE_KEYS:
-                self._usage[key] += int(event["usage"].get(key) or 0)
+                self._usage[key] += int(usage.get(key) or 0)
         if event.get("done"):
             self.done = event
             self.goal = event.get("goal") or self.goal
@@ -99,6 +104,8 @@ class TraceRecorder:
 
     @property
     def iterations(self) -> int:
+        if self.done is not None and isinstance(self.done.get("iterations"), int):
+            return self.done["iterations"]
         return self._last_iteration
 
     @property

@@ -35,7 +35,9 @@ def fail(message: str, code: int = 2) -> "typer.Exit":
 def _register() -> None:
     # Each command module adds its commands to `app` / `bench_app` on import.
     from . import kb_commands  # noqa: F401  ingest, search
+    from . import serve_command  # noqa: F401  serve
     from . import bench_commands  # noqa: F401  bench humaneval, mbpp (and retrieval)
+    from . import ask_command  # noqa: F401  ask
 
 
 def run() -> None:

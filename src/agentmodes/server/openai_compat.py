@@ -98,7 +98,7 @@ async def chat_completions(body: CompletionRequest, request: Request):
         async for event in events:
             if event.get("done"):
                 done = event
-            elif event.get("status") == "error":
+            elif event.get("status") == "error" and event.get("fatal"):
                 return _error(500, event.get("message", "the run failed"), "server_error")
     if done is None:
         return _error(500, "the run ended without an answer", "server_error")
@@ -129,7 +129,7 @@ async def _chunks(gen, completion_id: str, created: int, model: str, include_usa
             if "delta" in event and "status" not in event:
                 streamed = True
                 yield chunk({"content": str(event["delta"])})
-            elif event.get("status") == "error":
+            elif event.get("status") == "error" and event.get("fatal"):
                 # The openai client raises APIError on an `error` object in the stream.
                 yield sse({"error": {"message": event.get("message", "the run failed"),
                                      "type": "server_error"}})

@@ -122,7 +122,7 @@ async def _answer(session: _Session, service: AgentChatService, request: ChatReq
             request.chatbot, request.message, conversation_id=request.conversation_id,
             mode=request.mode))
     except AgentModesError as err:
-        await session.send({"status": "error", "message": str(err)})
+        await session.send({"status": "error", "message": str(err), "fatal": True})
         return
     stopped = False
     async with events_of(gen) as events:

@@ -1,0 +1,50 @@
+"""`agentmodes serve`: the chat server (REST, WebSocket, SSE, OpenAI-compatible API, web page)."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import typer
+
+from .main import app, fail
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on. Anything but loopback "
+                             "needs AGENTMODES_API_KEY."),
+    port: int = typer.Option(8000, min=1, max=65535),
+    kb: Optional[str] = typer.Option(None, help="Serve a chatbot named `default` on this "
+                                     "knowledge base file."),
+    db: str = typer.Option("agentmodes-chat.db", help="Chat database (SQLite file or "
+                           "SQLAlchemy URL): chatbots, conversations, traces."),
+    llm: Optional[str] = typer.Option(None, help="Model: GGUF path, openai:MODEL, "
+                                      "scripted:FILE.json; default AGENTMODES_LLM or the "
+                                      "embedded model."),
+    access_log: bool = typer.Option(True, help="Log each request line."),
+) -> None:
+    """Serve chatbots over HTTP. Keys: AGENTMODES_API_KEY (admin), AGENTMODES_CHAT_API_KEY (chat)."""
+    import uvicorn
+
+    from ..server import ServerConfig, create_app
+    from ..server.config import is_loopback
+    from ..server.runtime import build_service
+
+    config = ServerConfig.from_env()
+    if not config.auth_enabled and not is_loopback(host):
+        raise fail(f"refusing to listen on {host} without an API key; set AGENTMODES_API_KEY "
+                   "(and optionally AGENTMODES_CHAT_API_KEY) or use --host 127.0.0.1")
+    service = build_service(db, kb=kb, llm=llm or os.environ.get("AGENTMODES_LLM"))
+    where = f"http://{host}:{port}/"
+    if config.auth_enabled:
+        typer.echo(f"agentmodes: serving {where} (API keys required; docs at {where}docs)",
+                   err=True)
+    else:
+        typer.echo(f"agentmodes: serving {where} on loopback only: no API key is set "
+                   f"(docs at {where}docs)", err=True)
+    try:
+        uvicorn.run(create_app(service, config), host=host, port=port, access_log=access_log,
+                    log_level="info", timeout_graceful_shutdown=5)
+    finally:
+        service.close()

@@ -1,0 +1,68 @@
+"""Wire a service for `agentmodes serve` and the benchmarks: chat DB, data dir, model, KB.
+
+The LLM spec decides how runs share a model: a scripted model replays its script from the
+start for every run (each conversation is one deterministic replay); an OpenAI-compatible
+client is shared freely (HTTP calls are independent); the embedded llama.cpp model is one
+in-process context, so it is shared but used by one call at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from ..errors import ConfigError
+from ..service import AgentChatService
+from ..store.chat import ChatStore
+
+
+class SerializedModel:
+    """A shared model that serves one stream at a time (llama.cpp is not thread-safe)."""
+
+    def __init__(self, model: Any):
+        self._model = model
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:       # name, supports_tools, supports_grammar...
+        return getattr(self._model, name)
+
+    def stream(self, messages: list, options: Any = None) -> Iterator[Any]:
+        with self._lock:
+            yield from self._model.stream(messages, options)
+
+    def close(self) -> None:
+        # Shared by every run: a run finishing must not close it for the others.
+        pass
+
+
+def llm_factory(spec: Optional[str]):
+    from ..llm.registry import load_llm
+    if spec and spec.startswith("scripted:"):
+        load_llm(spec)              # fail at startup, not on the first question
+        return lambda: load_llm(spec)
+    model = load_llm(spec)
+    shared = model if spec and spec.startswith("openai:") else SerializedModel(model)
+    return lambda: shared
+
+
+def data_dir_for(db: str) -> Path:
+    """Uploads and per-chatbot KBs live next to the chat database: chat.db -> chat-files/."""
+    if "://" in db:
+        return Path.cwd() / "agentmodes-files"
+    path = Path(db).expanduser().resolve()
+    return path.with_name(f"{path.stem}-files")
+
+
+def build_service(db: str, *, kb: Optional[str] = None, llm: Optional[str] = None,
+                  **kwargs: Any) -> AgentChatService:
+    if kb is not None and not Path(kb).expanduser().is_file():
+        raise ConfigError(f"knowledge base {kb} does not exist; create it with "
+                          f"`agentmodes ingest DOCS --kb {kb}`")
+    store = ChatStore.open(db)
+    if "llm_factory" not in kwargs:
+        kwargs["llm_factory"] = llm_factory(llm)
+    service = AgentChatService(store, data_dir=data_dir_for(db), **kwargs)
+    if kb is not None:
+        service.ensure_chatbot("default", kb_path=str(Path(kb).expanduser().resolve()))
+    return service
