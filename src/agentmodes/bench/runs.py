@@ -1,0 +1,125 @@
+"""Resumable, parallel benchmark runs: one JSON line per finished task.
+
+LLM benchmarks take hours and get interrupted. Each finished (task, variant) appends its
+record to a JSONL file under benchmarks/results/runs/<benchmark>/<run>.jsonl, flushed at
+once; a rerun with the same run name reads the file and skips what is done. A task whose
+run raised is recorded with an "error" and retried on the next run (it is not "done").
+Tasks run in a thread pool: useful for HTTP backends, where the time is spent waiting;
+the embedded model runs one call at a time anyway, so callers pass workers=1 for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+RESULTS_DIR = Path(os.environ.get("AGENTMODES_RESULTS") or PROJECT_ROOT / "benchmarks" / "results")
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of an LLM spec or label ("openai:gpt-4o" -> "openai-gpt-4o")."""
+    return re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-")[:80] or "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One unit of work: a task under one variant (strategy or mode)."""
+
+    task_id: str
+    variant: str
+    payload: Any = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.variant}::{self.task_id}"
+
+
+class RunLog:
+    """The append-only JSONL of one run, safe to append to from several threads."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def records(self) -> list[dict]:
+        """Every readable record; a torn last line (the process was killed mid-write) is
+        skipped, so the task it belonged to simply runs again."""
+        if not self.path.exists():
+            return []
+        out = []
+        with self.path.open(encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and "task_id" in record and "variant" in record:
+                    out.append(record)
+        return out
+
+    def done(self) -> dict[str, dict]:
+        """The newest successful record per job key."""
+        return {f"{r['variant']}::{r['task_id']}": r for r in self.records() if not r.get("error")}
+
+    def append(self, record: dict) -> None:
+        line = json.dumps(record, ensure_ascii=False, default=str)
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+
+
+def run_jobs(jobs: Iterable[Job], work: Callable[[Job], dict], log: RunLog, *,
+             workers: int = 1, description: str = "", show_progress: bool = True,
+             console: Optional[Console] = None) -> list[dict]:
+    """Run the jobs not yet in the log; return the final record of every job (old and new),
+    in job order. One job's exception becomes that job's error record, never the run's end."""
+    jobs = list(jobs)
+    done = log.done()
+    todo = [j for j in jobs if j.key not in done]
+    results: dict[str, dict] = {j.key: done[j.key] for j in jobs if j.key in done}
+
+    def one(job: Job) -> dict:
+        started = time.perf_counter()
+        try:
+            record = dict(work(job))
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:  # recorded, retried on the next run
+            record = {"error": f"{type(err).__name__}: {err}",
+                      "traceback": traceback.format_exc(limit=4)}
+        record.setdefault("time_s", round(time.perf_counter() - started, 3))
+        record.update(task_id=job.task_id, variant=job.variant)
+        log.append(record)
+        return record
+
+    console = console or Console(stderr=True)
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                  disable=not show_progress, transient=False) as bar:
+        progress = bar.add_task(description or log.path.stem, total=len(jobs),
+                                completed=len(jobs) - len(todo))
+        if workers <= 1:
+            for job in todo:
+                results[job.key] = one(job)
+                bar.advance(progress)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(one, job): job for job in todo}
+                for future in as_completed(futures):
+                    results[futures[future].key] = future.result()
+                    bar.advance(progress)
+    return [results[j.key] for j in jobs]

@@ -1,0 +1,125 @@
+"""The code benchmark harness end to end on real HumanEval/MBPP data and the real sandbox,
+with a fake model that answers by prompt kind (deterministic, no LLM needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentmodes.bench.codedata import load_humaneval, load_mbpp
+from agentmodes.bench.codegen import parse_strategies, run_codegen, task_text
+from agentmodes.errors import ConfigError
+from agentmodes.events import Usage
+from agentmodes.llm.base import ChatChunk
+
+PASS = '{"verdict": "pass", "issues": []}'
+
+
+class FakeCoder:
+    """Writes the reference solution (or a wrong one) for whichever task the prompt shows;
+    a reviewer prompt gets a pass verdict; a test-writing prompt gets prose (so the harness
+    falls back to its load check)."""
+
+    name, supports_tools, supports_grammar = "fake-coder", False, False
+
+    def __init__(self, tasks, *, wrong: bool = False):
+        self.tasks, self.wrong, self.calls = tasks, wrong, 0
+
+    def _reply(self, text: str) -> str:
+        if "independent, extremely strict reviewer" in text:
+            return "Fine.\n" + PASS
+        if "unit tests for the function" in text:
+            return "I would test a few inputs."
+        if "learns from its mistakes" in text:
+            return "Return the right value next time."
+        for task in self.tasks:
+            if task_text(task) in text or task.prompt.strip() in text:
+                if self.wrong:
+                    return f"```python\ndef {task.entry_point}(*args):\n    return None\n```"
+                code = task.prompt + task.reference if task.kind == "humaneval" else task.reference
+                return f"```python\n{code}\n```"
+        raise AssertionError("prompt shows no known task")
+
+    def stream(self, messages, options=None):
+        self.calls += 1
+        text = self._reply(messages[-1]["content"])
+        yield ChatChunk(text=text)
+        yield ChatChunk(usage=Usage(len(messages[-1]["content"].split()), len(text.split()), 0, 1))
+
+    def close(self):
+        pass
+
+
+class NoCalls(FakeCoder):
+    def stream(self, messages, options=None):
+        raise AssertionError("a resumed run must not call the model for finished tasks")
+
+
+def test_three_strategies_score_resume_and_report(tmp_path):
+    tasks = load_humaneval()[:3]
+    model = FakeCoder(tasks)
+    run = run_codegen("humaneval", model, llm_label="fake:coder", strategies=list(parse_strategies(
+        "simple,reflection,reflexion")), limit=3, out_dir=tmp_path, show_progress=False)
+    rows = {r["variant"]: r for r in run.report.rows}
+    assert [r["pass_at_1"] for r in rows.values()] == [1.0, 1.0, 1.0]
+    # simple = 1 call; reflection = tests + draft + review; reflexion = tests + draft.
+    assert rows["simple"]["llm_calls_per_task"] == 1
+    assert rows["reflection"]["llm_calls_per_task"] == 3
+    assert rows["reflexion"]["llm_calls_per_task"] == 2
+    assert rows["reflexion"]["self_tests_pass_rate"] == 1.0
+    lines = run.log_path.read_text().splitlines()
+    assert len(lines) == 9 and all(json.loads(l)["passed"] for l in lines)
+    assert {p.suffix for p in run.paths.values()} == {".json", ".md", ".png"}
+    table = run.paths["md"].read_text()
+    assert "| simple |" in table and "pass@1" in table and "1.00x" in table
+
+    # Rerun: everything is done, the model is not called, the figures are the same.
+    again = run_codegen("humaneval", NoCalls(tasks), llm_label="fake:coder",
+                        strategies=["simple", "reflection", "reflexion"], limit=3,
+                        out_dir=tmp_path, show_progress=False)
+    assert again.report.rows == run.report.rows
+
+    # An interrupted run (last two records lost, one torn line): only those run again.
+    run.log_path.write_text("\n".join(lines[:7]) + "\n{\"task_id\": \"Huma")
+    model = FakeCoder(tasks)
+    resumed = run_codegen("humaneval", model, llm_label="fake:coder",
+                          strategies=["simple", "reflection", "reflexion"], limit=3,
+                          out_dir=tmp_path, show_progress=False)
+    assert model.calls == 4    # two reflexion tasks: self-tests + draft each
+    assert [r["pass_at_1"] for r in resumed.report.rows] == [1.0, 1.0, 1.0]
+
+
+def test_wrong_programs_fail_the_real_tests_and_errors_are_retried(tmp_path):
+    tasks = load_mbpp()[:2]
+    run = run_codegen("mbpp", FakeCoder(tasks, wrong=True), llm_label="fake", strategies=["simple"],
+                      limit=2, out_dir=tmp_path, show_progress=False)
+    assert run.report.rows[0]["pass_at_1"] == 0.0
+    records = [json.loads(l) for l in run.log_path.read_text().splitlines()]
+    assert all(not r["passed"] and r["failure"] for r in records)
+
+    class Broken(FakeCoder):
+        def stream(self, messages, options=None):
+            raise ConnectionError("server went away")
+
+    out = tmp_path / "other"
+    failed = run_codegen("mbpp", Broken(tasks), llm_label="fake", strategies=["simple"], limit=2,
+                         out_dir=out, show_progress=False)
+    assert failed.report.rows[0]["errors"] == 2 and failed.report.rows[0]["pass_at_1"] == 0.0
+    # The errors are not "done": the next run does them.
+    fixed = run_codegen("mbpp", FakeCoder(tasks), llm_label="fake", strategies=["simple"],
+                        limit=2, out_dir=out, show_progress=False)
+    assert fixed.report.rows[0]["pass_at_1"] == 1.0 and fixed.report.rows[0]["errors"] == 0
+
+
+def test_task_text_hides_the_scoring_tests():
+    mbpp = load_mbpp()[0]
+    text = task_text(mbpp)
+    assert mbpp.test_list[0] in text and mbpp.test_list[1] not in text
+    human = load_humaneval()[0]
+    assert "check(" not in task_text(human) and human.entry_point in task_text(human)
+
+
+def test_unknown_strategy_is_a_clear_error():
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        parse_strategies("simple,magic")
