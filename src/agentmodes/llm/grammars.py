@@ -1,0 +1,90 @@
+"""GBNF grammars for each mode's step format (llama.cpp grammar syntax).
+
+A 135M model cannot be trusted to follow a format from the prompt alone; a grammar makes a
+malformed step impossible instead of unlikely. The formats are the seeds' (000, 002):
+
+    ReAct    THOUGHT: <one line>\nACTION: tool("arg")    or  THOUGHT: ...\nFINAL ANSWER: ...
+    ReflAct  REFLECTION: <one line>\nACTION: tool("arg")  or  REFLECTION: ...\nFINAL ANSWER: ...
+    ACT      ACTION: tool("arg")   where respond("answer") ends the run
+
+Why the shapes are as they are:
+- Every free-text part is one line with a length bound, so generation cannot run away and a
+  label can only start a line: reasoning cannot swallow the ACTION, and nothing after the
+  step (an invented OBSERVATION) can be produced, since a complete grammar only admits the
+  end-of-generation token.
+- The tool name is an alternation of the enabled tools only, so the model cannot call a tool
+  that is not there. In ReAct/ReflAct the run ends with FINAL ANSWER, so `respond` is not
+  offered as an action there; in ACT it is always offered, else the run could never end.
+- Bounds use GBNF's {m,n}, which llama.cpp expands into nested optional rules; a few hundred
+  is cheap per token (measured by `agentmodes bench wellformed`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from ..errors import ConfigError
+
+REASONING_LABELS = {"react": "THOUGHT", "reflact": "REFLECTION"}
+STEP_MODES = ("act", "react", "reflact")
+
+MAX_REASONING_CHARS = 400   # one reflection or thought
+MAX_ARGUMENT_CHARS = 200    # a search query
+MAX_ANSWER_CHARS = 800      # a final answer (one paragraph)
+
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def step_grammar(mode: str, tools: Iterable[str]) -> str:
+    """The GBNF grammar for one step of `mode` ("act", "react", "reflact") with `tools`."""
+    mode = (mode or "").lower()
+    if mode not in STEP_MODES:
+        raise ConfigError(f"no step grammar for mode {mode!r}; known: {', '.join(STEP_MODES)}")
+    names = _tool_names(tools)
+    if mode == "act":
+        searches = [n for n in names if n != "respond"]
+        calls = ['"respond(\\"" answer "\\")"']
+        if searches:
+            calls.insert(0, 'tool "(\\"" arg "\\")"')
+        rules = [f'root ::= "ACTION: " ({" | ".join(calls)})']
+        if searches:
+            rules.append(_alternation("tool", searches))
+        rules += [_line("arg", MAX_ARGUMENT_CHARS, quoted=True),
+                  _line("answer", MAX_ANSWER_CHARS, quoted=True)]
+        return "\n".join(rules) + "\n"
+
+    searches = [n for n in names if n != "respond"]
+    label = REASONING_LABELS[mode]
+    ending = ['"FINAL ANSWER: " answer']
+    if searches:
+        ending.insert(0, '"ACTION: " tool "(\\"" arg "\\")"')
+    rules = [f'root ::= "{label}: " reasoning "\\n" ({" | ".join(ending)})',
+             _line("reasoning", MAX_REASONING_CHARS)]
+    if searches:
+        rules += [_alternation("tool", searches), _line("arg", MAX_ARGUMENT_CHARS, quoted=True)]
+    rules.append(_line("answer", MAX_ANSWER_CHARS))
+    return "\n".join(rules) + "\n"
+
+
+def _tool_names(tools: Iterable[str]) -> list[str]:
+    names: list[str] = []
+    for name in tools:
+        if not _TOOL_NAME.match(name or ""):
+            raise ConfigError(f"tool name {name!r} cannot appear in an ACTION "
+                              "(letters, digits and _ only)")
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _alternation(rule: str, words: list[str]) -> str:
+    return f"{rule} ::= " + " | ".join(f'"{w}"' for w in words)
+
+
+def _line(rule: str, max_chars: int, *, quoted: bool = False) -> str:
+    """One line of 1..max_chars characters; quoted text also excludes the double quote."""
+    # The first character is not a space so the text does not start with padding.
+    body = '[^"\\n]' if quoted else "[^\\n]"
+    first = '[^" \\n]' if quoted else "[^ \\n]"
+    return f"{rule} ::= {first} {body}{{0,{max_chars - 1}}}"
