@@ -246,11 +246,10 @@ class Episode:
                 "hint": hint, "recovered": False, "usage": self.last_usage}
 
     def _recovery_action(self, step: Step) -> Optional[Action]:
-        """After a second unreadable step: search the question once, else stop and answer."""
-        if step.action is not None and step.action.argument:
-            return step.action
+        """After a second unreadable step: if nothing was found yet, search the question
+        (once); otherwise stop and answer from what was found."""
         tool = self.tools.search_tool()
-        if tool is None or self.searched_question:
+        if tool is None or self.searched_question or len(self.book):
             return None
         self.searched_question = True
         return Action(tool.name, self.question)
