@@ -36,7 +36,9 @@ def test_chat_stores_answer_with_trace_metadata_usage_and_timings(client):
                                  "param": "Öffnungszeiten DG Agentur"}]
     assert "9 bis 18 Uhr" in trace["observations"][0]["result_preview"]
     assert trace["steps"][0]["reflection"].startswith("Ich weiß noch nichts")
-    assert message["stream_metadata"] == {"mode": "reflact", "iterations": 2, "sources_count": 1}
+    assert message["stream_metadata"] == {"mode": "reflact", "iterations": 2,
+                                          "sources_count": len(message["sources"])}
+    assert message["sources"] and "9 bis 18 Uhr" in message["sources"][0]["text"]
     assert message["sources"][0]["title"] and message["usage"]["calls"] == 2
     assert message["usage"]["prompt_tokens"] > 0
     assert message["timings"]["total_ms"] >= message["timings"]["first_event_ms"] >= 0
