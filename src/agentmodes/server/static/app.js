@@ -72,7 +72,7 @@ class Trace {
     } else if (s === "action_delta") {
       this.row(it, "action", "Action").textContent += event.delta || "";
     } else if (s === "action") {
-      this.row(it, "action", "Action").textContent = `${event.action}(${event.param ?? ""})`;
+      this.row(it, "action", "Action").textContent = `${event.action}("${event.param ?? ""}")`;
     } else if (s === "observation_delta") {
       this.row(it, "observation", "Observation").textContent += event.delta || "";
     } else if (s === "observation") {
@@ -81,9 +81,11 @@ class Trace {
       this.note(it, "Adaptive exit: " + (event.reason || "high confidence"));
     } else if (s === "max_iterations_reached") {
       this.note(it, "Iteration limit reached; answering with what was found.");
+    } else if (s === "final_answer") {
+      this.note(it, "Final answer" + (event.reason ? " (" + event.reason.replace(/_/g, " ") + ")" : ""));
     } else if (s === "error") {
       this.note(it, "Error: " + event.message);
-    } else if (!["starting", "getting_action", "reflecting", "final_answer"].includes(s)) {
+    } else if (!["starting", "getting_action", "reflecting"].includes(s)) {
       // Reflection/Reflexion steps (draft, critique, trial, evaluation, ...): show their text.
       const text = Object.entries(event).filter(([k, v]) => typeof v === "string" && k !== "status")
         .map(([, v]) => v).join(" — ");

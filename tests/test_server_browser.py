@@ -1,0 +1,77 @@
+"""A real browser (Debian's chromium driven by playwright) uses the web page: ask, watch the
+answer stream in beside the trace, reopen the conversation, edit settings. Saves a
+screenshot to tests/artifacts/server_page.png."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from server_support import ANSWER, REFLACT_SCRIPT, SlowScriptedModel, live_server, make_service
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="needs Debian's chromium (apt-get install -y chromium)")
+
+
+@pytest.fixture
+def page(tmp_path):
+    # Slow enough that the page shows the trace growing before the answer arrives.
+    service = make_service(tmp_path, model_factory=lambda: SlowScriptedModel(REFLACT_SCRIPT,
+                                                                             delay=0.01))
+    with live_server(service) as url, playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(url + "/")
+        yield page, service
+        browser.close()
+    service.close()
+
+
+def test_ask_streams_answer_and_trace_then_history_and_settings(page):
+    page, service = page
+    expect = playwright.expect
+    expect(page.locator("#chatbot")).to_have_value("default")
+    page.select_option("#mode", "reflact")
+    page.fill("#question", "Wann hat die DG Agentur geöffnet?")
+    page.click("#send")
+
+    # The trace fills in while the run is going: reflection first, then the action.
+    trace = page.locator(".turn .trace")
+    expect(trace.locator(".row.reflection").first).to_contain_text("Ich weiß noch nichts")
+    expect(trace.locator(".row.action").first).to_contain_text(
+        'rag_search("Öffnungszeiten DG Agentur")')
+    expect(trace.locator(".row.observation").first).to_contain_text("9 bis 18 Uhr")
+    expect(page.locator(".turn .answer-text")).to_have_text(ANSWER, timeout=15_000)
+    expect(trace.locator("details")).to_have_count(2)
+    expect(page.locator(".turn .sources li a").first).to_have_attribute(
+        "href", "/api/chatbots/default/documents/kontakt.md")
+    expect(page.locator(".turn .meta")).to_contain_text("reflact · 2 iteration(s)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "server_page.png"), full_page=True)
+
+    # The iteration blocks collapse.
+    first = trace.locator("details").first
+    first.locator("summary").click()
+    expect(first).not_to_have_attribute("open", "")
+
+    # A past conversation reopens with its stored trace.
+    page.click("#new-conversation")
+    expect(page.locator(".turn")).to_have_count(0)
+    page.locator("#conversations li").first.click()
+    expect(page.locator(".turn .answer-text")).to_have_text(ANSWER)
+    expect(page.locator(".turn .trace .row.action").first).to_contain_text("rag_search")
+
+    # Settings edit goes through the API and is stored.
+    page.locator("#settings-panel summary").click()
+    text = page.locator("#settings-json").input_value()
+    page.fill("#settings-json", text.replace('"agent_max_iterations": 5',
+                                             '"agent_max_iterations": 4'))
+    page.click("#settings-form button")
+    expect(page.locator("#settings-message")).to_have_text("Saved.")
+    assert service.get_chatbot("default").settings["agent_max_iterations"] == 4
