@@ -23,13 +23,13 @@ from typing import Any, Optional, Sequence
 
 from ..errors import ConfigError
 from ..evaluators.code import CodeTask, ReferenceTests
-from ..evaluators.unit_tests import SelfTests, parse_test_lines
+from ..evaluators.unit_tests import SelfTests
 from ..events import Usage
 from ..llm.base import ChatModel
 from ..modes.actors import LLMActor
 from ..modes.reflection import Reflection
 from ..modes.reflexion import Reflexion
-from ..modes.self_correction import complete, prompt
+from ..modes.self_correction import generate_unit_tests
 from .codedata import load_code_tasks
 from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, print_table, write
 from .runs import RESULTS_DIR, Job, RunLog, run_jobs, slug
@@ -65,19 +65,6 @@ def task_text(task: CodeTask) -> str:
     return f"{task.prompt.strip()}{example}"
 
 
-def write_self_tests(llm: ChatModel, task: CodeTask, n: int, max_tokens: int
-                     ) -> tuple[list[str], Usage]:
-    """Ask the model for n asserts; keep the parsable ones that call the function. With
-    none usable, fall back to a load check (the code runs and defines the function), so
-    the loops still catch syntax errors and missing names."""
-    reply = complete(llm, prompt("unit_tests", "en", n=str(n), entry_point=task.entry_point or
-                                 "the function", task=task_text(task)), max_tokens=max_tokens)
-    tests = parse_test_lines(reply.text, task.entry_point, limit=n)
-    if not tests and task.entry_point:
-        tests = [f"assert callable({task.entry_point})"]
-    return tests, reply.usage
-
-
 def solve(task: CodeTask, strategy: str, llm: ChatModel,
           settings: Optional[CodegenSettings] = None) -> dict[str, Any]:
     """Run one strategy on one task and score the final program with the real tests."""
@@ -88,7 +75,8 @@ def solve(task: CodeTask, strategy: str, llm: ChatModel,
         attempt = LLMActor(llm, kind="code", language="en", max_tokens=settings.max_tokens).act(text)
         code, usage = attempt.output, attempt.usage
     else:
-        tests, usage = write_self_tests(llm, task, settings.self_tests, settings.max_tokens)
+        tests, usage = generate_unit_tests(llm, text, entry_point=task.entry_point,
+                                           n=settings.self_tests, max_tokens=settings.max_tokens)
         self_tests = SelfTests(tests)
         if strategy == "reflection":
             result = Reflection(llm, kind="code", max_iterations=settings.max_iterations,

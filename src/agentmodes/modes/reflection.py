@@ -94,6 +94,34 @@ def parse_verdict(text: str) -> Verdict:
     return Verdict(verdict, [], text.strip())
 
 
+class Reviewer:
+    """The independent critic of seed 001: its own role, its own focus, and a structured
+    verdict. Also usable as an Evaluator (an LLM judge), e.g. for Reflexion on text tasks
+    that have no tests: it passes when the verdict is "pass"."""
+
+    def __init__(self, llm: ChatModel, *, kind: str = "text", focus: Optional[str] = None,
+                 language: str = "auto", max_tokens: int = 768):
+        self.llm, self.kind, self.language, self.max_tokens = llm, kind, language, max_tokens
+        self.focus = focus or (CODE_FOCUS if kind == "code" else DEFAULT_FOCUS)
+
+    def review(self, task: str, attempt: Attempt, evaluation: Optional[Evaluation] = None
+               ) -> tuple[Verdict, Usage]:
+        lang = resolve_language(self.language, task)
+        body = f"```python\n{attempt.output.strip()}\n```" if self.kind == "code" else attempt.output
+        context = prompt("context", lang, sources=attempt.context) if attempt.context else ""
+        tests = prompt("evaluation", lang, feedback=evaluation.feedback) if evaluation else ""
+        reply = complete(self.llm, prompt("review", lang, focus=self.focus, task=task.strip(),
+                                          context=context, attempt=body, evaluation=tests),
+                         max_tokens=self.max_tokens, grammar=VERDICT_GRAMMAR)
+        return parse_verdict(reply.text), reply.usage
+
+    def __call__(self, task: Any, candidate: str) -> Evaluation:
+        verdict, usage = self.review(str(task), Attempt(output=str(candidate)))
+        return Evaluation(verdict.passed, 1.0 if verdict.passed else 0.0, verdict.critique,
+                          {"verdict": verdict.verdict, "issues": verdict.issues,
+                           "usage": usage.as_dict()})
+
+
 @dataclass(slots=True)
 class ReflectionResult:
     answer: str
@@ -121,9 +149,9 @@ class Reflection:
         self.actor = actor or LLMActor(llm, kind=kind, language=language, max_tokens=max_tokens)
         self.kind = getattr(self.actor, "kind", kind)
         self.max_iterations = max_iterations
-        self.focus = focus or (CODE_FOCUS if self.kind == "code" else DEFAULT_FOCUS)
+        self.reviewer = Reviewer(reviewer_llm or llm, kind=self.kind, focus=focus,
+                                 language=language, max_tokens=max_tokens)
         self.evaluator = evaluator
-        self.reviewer = reviewer_llm or llm
         self.language = language
         self.max_tokens = max_tokens
 
@@ -164,14 +192,12 @@ class Reflection:
                 memory.add_record("evaluation", evaluation.feedback, iteration=i - 1)
                 yield status("evaluation", iteration=i - 1, **evaluation.as_dict())
             try:
-                reply = complete(self.reviewer, self._review_prompt(task, attempt, evaluation, lang),
-                                 max_tokens=self.max_tokens, grammar=VERDICT_GRAMMAR)
+                verdict, review_usage = self.reviewer.review(task, attempt, evaluation)
             except AgentModesError as err:
                 yield status("error", message=f"the critique failed: {err}")
                 stop_reason = "error"
                 break
-            total += reply.usage
-            verdict = parse_verdict(reply.text)
+            total += review_usage
             tests_fail = evaluation is not None and not evaluation.passed
             critique = verdict.critique
             if tests_fail:
@@ -179,7 +205,7 @@ class Reflection:
             critiques.append(critique)
             memory.add_record("reflection", critique, iteration=i, verdict=verdict.verdict)
             yield status("critique", iteration=i, content=critique, verdict=verdict.verdict,
-                         issues=verdict.issues, usage=reply.usage.as_dict())
+                         issues=verdict.issues, usage=review_usage.as_dict())
             if verdict.passed and not tests_fail:
                 stop_reason = "verdict"
                 break
@@ -218,14 +244,6 @@ class Reflection:
         candidate = attempt.run if getattr(self.evaluator, "wants_run", False) and attempt.run \
             is not None else attempt.output
         return self.evaluator(eval_task, candidate)
-
-    def _review_prompt(self, task: str, attempt: Attempt, evaluation: Optional[Evaluation],
-                       lang: str) -> str:
-        body = f"```python\n{attempt.output.strip()}\n```" if self.kind == "code" else attempt.output
-        context = prompt("context", lang, sources=attempt.context) if attempt.context else ""
-        tests = prompt("evaluation", lang, feedback=evaluation.feedback) if evaluation else ""
-        return prompt("review", lang, focus=self.focus, task=task.strip(), context=context,
-                      attempt=body, evaluation=tests)
 
     def _refine(self, task: str, last: Attempt, critique: str, lang: str) -> Attempt:
         if self.kind == "code":

@@ -26,7 +26,8 @@ from ..evaluators.base import Evaluation
 from ..llm.base import ChatModel
 from ..store.memory import DEFAULT_K, InProcessMemory
 from .actors import Actor, Previous
-from .self_correction import Attempt, complete, prompt, resolve_language, sources_as_dicts
+from .self_correction import (Attempt, complete, prompt, resolve_language, sources_as_dicts,
+                              usage_of)
 
 MAX_REFLECTION_TOKENS = 256
 
@@ -119,6 +120,7 @@ class Reflexion:
             yield status("draft", trial=number, content=attempt.output,
                          sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
             evaluation = self._evaluate(judged, attempt)
+            total += usage_of(evaluation.details.get("usage"))    # an LLM judge's cost
             yield status("evaluation", trial=number, **evaluation.as_dict())
             trial = Trial(number, attempt.output, evaluation.as_dict())
             trials.append(trial)

@@ -94,6 +94,23 @@ def extract_code(text: str) -> str:
     return "\n".join(lines[start:]).rstrip() + "\n"
 
 
+def generate_unit_tests(llm: ChatModel, task: str, *, entry_point: str = "", n: int = 5,
+                        max_tokens: int = 512) -> tuple[list[str], Usage]:
+    """Reflexion's third evaluator kind: the model writes n asserts for the function it is
+    about to implement. Only parsable asserts (that call `entry_point`, when known) are kept;
+    with none usable and a known function name, a load check remains (the code runs and
+    defines the function), so syntax errors and missing names are still caught."""
+    from ..evaluators.unit_tests import parse_test_lines
+
+    reply = complete(llm, prompt("unit_tests", resolve_language("auto", task), n=str(n),
+                                 entry_point=entry_point or "the function", task=task.strip()),
+                     max_tokens=max_tokens)
+    tests = parse_test_lines(reply.text, entry_point, limit=n)
+    if not tests and entry_point:
+        tests = [f"assert callable({entry_point})"]
+    return tests, reply.usage
+
+
 def usage_of(value: Any) -> Usage:
     """A Usage from whatever a component reports (Usage, its dict, or nothing)."""
     if isinstance(value, Usage):

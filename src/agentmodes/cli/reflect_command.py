@@ -1,0 +1,220 @@
+"""`agentmodes reflect "task"`: Reflection or Reflexion on a one-off task.
+
+Each draft, test result, critique, refinement, trial and lesson is printed to stderr as it
+happens; the final answer goes to stdout (so `> primes.py` keeps just the code), and its
+cost (LLM calls, tokens, time) closes the trace. `--json` prints every event as a JSON line.
+
+Tests (`--tests`): "auto" lets the model write unit tests first (seed 004's self-generated
+tests) for code tasks; "none" relies on the reviewer alone; FILE holds assert lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .main import app, fail
+
+STRATEGIES = ("reflection", "reflexion")
+KINDS = ("auto", "code", "text")
+_CODE_WORDS = re.compile(r"\b(python|function|code|program|script|implement|class|"
+                         r"funktion|programm|skript)\b", re.IGNORECASE)
+
+
+def default_memory_path() -> Path:
+    base = os.environ.get("AGENTMODES_MEMORY")
+    if base:
+        return Path(base).expanduser()
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "agentmodes" / "memory.db"
+
+
+def _kind(kind: str, task: str) -> str:
+    if kind != "auto":
+        return kind
+    return "code" if _CODE_WORDS.search(task) else "text"
+
+
+def _function_name(task: str) -> str:
+    match = re.search(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(", task)
+    return match.group(1) if match else ""
+
+
+def _tests_evaluator(tests: str, kind: str, task: str, llm: Any) -> tuple[Any, list[dict]]:
+    """The evaluator for --tests, and the events that describe how it was made."""
+    from ..evaluators.unit_tests import SelfTests, parse_test_lines
+    from ..events import status
+    from ..modes.self_correction import generate_unit_tests
+
+    if tests == "none":
+        return None, []
+    if tests == "auto":
+        if kind != "code":
+            return None, []            # text answers have no unit tests; the reviewer judges
+        lines, usage = generate_unit_tests(llm, task, entry_point=_function_name(task))
+        return SelfTests(lines), [status("evaluation", phase="tests_written", tests=lines,
+                                         usage=usage.as_dict())]
+    path = Path(tests).expanduser()
+    if not path.is_file():
+        raise fail(f"--tests: no such file {path} (use auto, none or a file of assert lines)")
+    if kind != "code":
+        raise fail("--tests FILE runs Python asserts, so it needs a code task (--kind code)")
+    lines = parse_test_lines(path.read_text(encoding="utf-8", errors="replace"))
+    if not lines:
+        raise fail(f"--tests: {path} holds no valid assert line")
+    return SelfTests(lines), [status("evaluation", phase="tests_loaded", tests=lines)]
+
+
+@app.command()
+def reflect(
+    task: str = typer.Argument(..., help="What to write or answer."),
+    strategy: str = typer.Option("reflection", "--strategy", help="reflection | reflexion"),
+    tests: str = typer.Option("auto", "--tests", help="auto (the model writes unit tests) | "
+                              "none | FILE of assert lines"),
+    max_iterations: int = typer.Option(3, "--max-iterations",
+                                       help="reflection: critique rounds; reflexion: trials"),
+    llm: Optional[str] = typer.Option(None, "--llm", help=(
+        "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM")),
+    kind: str = typer.Option("auto", "--kind", help="auto | code | text"),
+    focus: Optional[str] = typer.Option(None, "--focus", help="What the reviewer looks for."),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=(
+        "reflexion: SQLite file of the lessons per task (default $AGENTMODES_MEMORY or "
+        "~/.local/share/agentmodes/memory.db)")),
+    no_memory: bool = typer.Option(False, "--no-memory", help="reflexion: keep lessons in this "
+                                   "run only"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
+) -> None:
+    """Draft, critique and refine (reflection), or trials with lessons (reflexion)."""
+    from ..llm.registry import load_llm
+    from ..modes.actors import LLMActor
+    from ..modes.reflection import Reflection, Reviewer
+    from ..modes.reflexion import Reflexion
+
+    if not task.strip():
+        raise fail("the task is empty: say what to write, e.g. agentmodes reflect "
+                   "\"Write primes_up_to(n) returning all primes in [1, n]\"")
+    if strategy not in STRATEGIES:
+        raise fail(f"unknown strategy {strategy!r} (choose {', '.join(STRATEGIES)})")
+    if kind not in KINDS:
+        raise fail(f"unknown kind {kind!r} (choose {', '.join(KINDS)})")
+    if not 0 <= max_iterations <= 20 or (strategy == "reflexion" and max_iterations < 1):
+        raise fail("--max-iterations must be between 0 (1 for reflexion) and 20")
+    kind = _kind(kind, task)
+    model = load_llm(llm)
+    view = ReflectView(as_json)
+    evaluator, intro = _tests_evaluator(tests, kind, task, model)
+    view.extra_usage(intro)
+    if strategy == "reflection":
+        events = Reflection(model, kind=kind, max_iterations=max_iterations, focus=focus,
+                            evaluator=evaluator).stream(task)
+        view.show(intro, events)
+        return
+    store = None
+    if not no_memory:
+        from ..store.memory import ReflexionMemoryStore
+        path = memory or default_memory_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store = ReflexionMemoryStore(path)
+    judge = evaluator or Reviewer(model, kind=kind, focus=focus)
+    try:
+        events = Reflexion(model, LLMActor(model, kind=kind), judge, max_trials=max_iterations,
+                           memory=store).stream(task)
+        view.show(intro, events)
+    finally:
+        if store is not None:
+            store.close()
+
+
+class ReflectView:
+    """The trace for a person (stderr) and the answer (stdout), or JSON lines."""
+
+    def __init__(self, as_json: bool) -> None:
+        from rich.console import Console
+        self.as_json = as_json
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.out = Console(highlight=False, soft_wrap=True)
+        self.before: dict[str, int] = {}
+        self.started = time.perf_counter()     # wall time includes writing the tests
+
+    def extra_usage(self, events: list[dict]) -> None:
+        """Calls made before the loop (writing the tests) count towards the cost."""
+        for e in events:
+            for key, value in (e.get("usage") or {}).items():
+                self.before[key] = self.before.get(key, 0) + int(value)
+
+    def show(self, intro: list[dict], events) -> None:
+        for event in self._ordered(intro, events):
+            if event.get("done"):
+                for key, value in self.before.items():
+                    event["usage"][key] = event["usage"].get(key, 0) + value
+            if self.as_json:
+                typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+            elif event.get("done"):
+                self._done(event)
+            else:
+                self._status(event)
+
+    @staticmethod
+    def _ordered(intro: list[dict], events):
+        """The loop's "starting" first, then how the tests were made, then the rest."""
+        pending = list(intro)
+        for event in events:
+            yield event
+            if pending:
+                yield from pending
+                pending = []
+        yield from pending
+
+    def _block(self, title: str, text: str, style: str = "") -> None:
+        self.err.rule(title, style="dim")
+        self.err.print(text.rstrip(), style=style or None, markup=False)
+
+    def _status(self, e: dict) -> None:
+        s, err = e.get("status"), self.err
+        where = f" {e['iteration']}" if "iteration" in e else ""
+        if s == "starting":
+            err.print(f"[bold]{e['strategy']}[/] · {e['task']}")
+        elif s == "evaluation" and e.get("phase"):
+            self._block(f"Unit tests ({len(e['tests'])})", "\n".join(e["tests"]), "dim")
+        elif s == "draft":
+            self._block(f"Draft{' (trial ' + str(e['trial']) + ')' if 'trial' in e else ''}",
+                        e["content"])
+        elif s == "evaluation":
+            mark = "[green]passed[/]" if e["passed"] else "[red]failed[/]"
+            err.print(f"[bold]Tests{where}:[/] {mark} (score {e['score']:.2f})")
+            if not e["passed"] and e.get("feedback"):
+                err.print(e["feedback"].rstrip(), style="dim", markup=False)
+        elif s == "critique":
+            verdict = e.get("verdict") or "no verdict"
+            self._block(f"Critique{where} · verdict: {verdict}", e["content"], "yellow")
+        elif s == "refinement":
+            self._block(f"Refinement{where}", e["content"])
+        elif s == "trial":
+            err.rule(f"[bold]Trial {e['trial']}[/] ({len(e['reflections'])} lesson(s) in memory)")
+        elif s == "self_reflection":
+            self._block("Self-reflection", e["content"], "cyan")
+        elif s == "memory" and e.get("loaded") and e["reflections"]:
+            err.print(f"[cyan]{len(e['reflections'])} lesson(s) from earlier runs of this task[/]")
+        elif s == "max_iterations_reached":
+            err.print(f"[red]iteration limit reached[/] after {e['iterations']} refinement(s)")
+        elif s == "error":
+            err.print(f"[red]error:[/] {e['message']}", markup=True)
+
+    def _done(self, e: dict) -> None:
+        self.err.rule("Result", style="dim")
+        self.out.print(e["full_response"].rstrip(), markup=False)
+        usage = e.get("usage") or {}
+        outcome = e.get("stop_reason", "")
+        if e.get("evaluation"):
+            outcome += ", tests " + ("passed" if e["evaluation"]["passed"] else "failed")
+        self.err.print(f"[dim]{e['strategy']}: {e['iterations']} "
+                       f"{'trial(s)' if e['strategy'] == 'reflexion' else 'refinement(s)'} "
+                       f"({outcome}); {usage.get('calls', 0)} LLM call(s), "
+                       f"{usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)} "
+                       f"tokens, {time.perf_counter() - self.started:.1f}s[/]")
