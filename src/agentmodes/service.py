@@ -22,7 +22,8 @@ from .chat_trace import TraceRecorder
 from .errors import AgentModesError, ConfigError
 from .events import Event
 from .settings import ChatbotSettings
-from .store.chat import Chatbot, ChatStore, ChatStoreError, Conversation, IngestJob, StoredMessage
+from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
+                         IngestJob, StoredMessage)
 
 log = logging.getLogger("agentmodes.service")
 
@@ -109,7 +110,10 @@ class AgentChatService:
         """The chatbot `name`, created if missing (used for `serve --kb`)."""
         bot = self.store.find_chatbot(name)
         if bot is None:
-            return self.create_chatbot(name, settings, kb_path=kb_path)
+            try:
+                return self.create_chatbot(name, settings, kb_path=kb_path)
+            except ConflictError:       # another server process on this file was quicker
+                bot = self.store.get_chatbot(name)
         if kb_path is not None and bot.kb_path != kb_path:
             bot = self.store.update_chatbot(name, kb_path=kb_path)
         return bot

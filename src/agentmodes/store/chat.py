@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from sqlalchemy import (JSON, Column, DateTime, Engine, ForeignKey, Integer, String, Table,
                         Text, delete, func, insert, select, update)
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..errors import AgentModesError
 from .engine import create_all, make_engine, metadata
@@ -180,7 +180,11 @@ class ChatStore:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        create_all(engine)
+        try:
+            create_all(engine)
+        except OperationalError:
+            # Another process created the tables between our check and our CREATE TABLE.
+            create_all(engine)
 
     @classmethod
     def open(cls, path_or_url: str) -> "ChatStore":
