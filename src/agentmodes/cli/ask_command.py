@@ -77,6 +77,7 @@ class TraceView:
         self.err = Console(stderr=True, highlight=False, soft_wrap=True)
         self.out = Console(highlight=False, soft_wrap=True)
         self.streaming: Optional[str] = None     # which delta kind is being printed
+        self.at_line_start = True
 
     def show(self, events) -> None:
         for event in events:
@@ -88,9 +89,9 @@ class TraceView:
                 self.out.print(event["delta"], end="", markup=False)
 
     def _break(self) -> None:
-        if self.streaming:
+        if self.streaming and not self.at_line_start:
             self.err.print()
-            self.streaming = None
+        self.streaming = None
 
     def _status(self, e: dict) -> None:
         status, err = e["status"], self.err
@@ -101,6 +102,7 @@ class TraceView:
                           else "[cyan]THOUGHT:[/] ", end="")
                 self.streaming = status
             err.print(e["delta"], end="", style="italic", markup=False)
+            self.at_line_start = e["delta"].endswith("\n")
             return
         if status in ("action_delta", "observation_delta"):
             return                                  # shown whole in the action/observation
