@@ -27,11 +27,14 @@ SAMPLES_HELP = "Score human-eval format samples (JSON lines with task_id and com
 DATA_HELP = "Benchmark data folder (default: $AGENTMODES_DATA or ../shared/data)."
 
 
-def _generate(benchmark: str) -> None:
-    """Generation strategies live with the Reflection/Reflexion loops; until they are
-    registered here, say so instead of pretending to run."""
-    raise fail(f"bench {benchmark}: no generation strategy is available in this build; "
-               "use --score-samples FILE.jsonl to score existing samples")
+STRATEGY_HELP = "Generation strategies, comma-separated: simple, reflection, reflexion."
+LLM_HELP = "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM"
+
+
+def _generate(benchmark: str, **options: Any) -> None:
+    """Generate with an LLM and score (cli/bench_llm_commands.py, the Reflection part)."""
+    from .bench_llm_commands import generate_code
+    generate_code(benchmark, **options)
 
 
 def _score(benchmark: str, samples: Path, data: Optional[Path], json_out: bool,
@@ -75,13 +78,23 @@ def humaneval(
     score_samples: Optional[Path] = typer.Option(None, "--score-samples", help=SAMPLES_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
     data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    workers: int = typer.Option(2, "--workers", min=1, help="Programs run in parallel."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
+                                "generation, tasks in parallel (HTTP backends only)."),
     timeout: float = typer.Option(SCORING_LIMITS.timeout_s, "--timeout", min=0.1,
                                   help="Seconds per program."),
+    strategy: str = typer.Option("simple,reflection,reflexion", "--strategy", help=STRATEGY_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N problems."),
+    llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
+    max_iterations: int = typer.Option(2, "--max-iterations", min=0, max=10,
+                                       help="reflection: critique/refine rounds"),
+    trials: int = typer.Option(3, "--trials", min=1, max=10, help="reflexion: trials"),
 ) -> None:
     """HumanEval (164 problems): pass@1. Exit 1 if some sample lines were skipped."""
     if score_samples is None:
-        _generate("humaneval")
+        _generate("humaneval", strategy=strategy, limit=limit, llm=llm, workers=workers,
+                  data=data, json_out=json_out, max_iterations=max_iterations,
+                  trials=trials)
+        return
     _score("humaneval", score_samples, data, json_out, workers, timeout)
 
 
@@ -93,13 +106,23 @@ def mbpp(
     split: str = typer.Option("test", "--split",
                               help=f"MBPP sanitized split: {' or '.join(MBPP_SPLITS)} "
                                    "(test = task ids 11-510)."),
-    workers: int = typer.Option(2, "--workers", min=1, help="Programs run in parallel."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
+                                "generation, tasks in parallel (HTTP backends only)."),
     timeout: float = typer.Option(SCORING_LIMITS.timeout_s, "--timeout", min=0.1,
                                   help="Seconds per program."),
+    strategy: str = typer.Option("simple,reflection,reflexion", "--strategy", help=STRATEGY_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N problems."),
+    llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
+    max_iterations: int = typer.Option(2, "--max-iterations", min=0, max=10,
+                                       help="reflection: critique/refine rounds"),
+    trials: int = typer.Option(3, "--trials", min=1, max=10, help="reflexion: trials"),
 ) -> None:
     """MBPP sanitized (test split: 257 problems): pass@1. Exit 1 if some lines were skipped."""
     if score_samples is None:
-        _generate("mbpp")
+        _generate("mbpp", strategy=strategy, limit=limit, llm=llm, workers=workers,
+                  data=data, json_out=json_out, max_iterations=max_iterations,
+                  trials=trials, split=split)
+        return
     _score("mbpp", score_samples, data, json_out, workers, timeout, split)
 
 
@@ -143,3 +166,23 @@ def retrieval(
                             progress=err.log)
     print_tables(results, Console())
     typer.echo(f"wrote {out / 'retrieval.json'} and {out / 'retrieval.md'}")
+
+
+@bench_app.command("server")
+def server_load(
+    levels: str = typer.Option("1,20,100", "--levels", help="Concurrent WebSocket chats per level."),
+    messages: int = typer.Option(5, "--messages", min=1, help="Questions per chat."),
+    out: Path = typer.Option(Path("benchmarks/results"), "--out",
+                             help="Folder for server_load.json and server_load.md."),
+) -> None:
+    """Concurrent WebSocket chats against a live `agentmodes serve` on the scripted model."""
+    from ..bench.server_load import markdown, parse_levels, run_server_load
+
+    err = Console(stderr=True)
+    report = run_server_load(parse_levels(levels), messages, out, progress=err.log)
+    typer.echo(markdown(report))
+    for message in report["sample_errors"]:
+        typer.echo(f"error: {message}", err=True)
+    typer.echo(f"wrote {out / 'server_load.json'} and {out / 'server_load.md'}")
+    if any(r["errors"] or r["persisted"] != r["messages"] for r in report["rows"]):
+        raise typer.Exit(1)
