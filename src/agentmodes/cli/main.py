@@ -39,6 +39,7 @@ def _register() -> None:
     from . import bench_commands  # noqa: F401  bench humaneval, mbpp (and retrieval)
     from . import ask_command  # noqa: F401  ask
     from . import reflect_command  # noqa: F401  reflect
+    from . import bench_llm_commands  # noqa: F401  bench hotpotqa
 
 
 def run() -> None:

@@ -57,6 +57,7 @@ class ReflexionResult:
     reflections: list[str] = field(default_factory=list)   # long-term memory at the end
     sources: list[dict] = field(default_factory=list)
     run: Any = None                                        # the final trial's agent run
+    runs: list[Any] = field(default_factory=list)          # every trial's agent run
 
 
 class Reflexion:
@@ -89,7 +90,7 @@ class Reflexion:
             trials=[Trial(**t) for t in done["trials"]], usage=Usage(**done["usage"]),
             elapsed_s=done["elapsed_s"], task_key=done["task_key"],
             reflections=done["reflections"], sources=done["sources"],
-            run=runs[-1] if runs else None)
+            run=runs[-1] if runs else None, runs=runs)
 
     def stream(self, task: str, *, eval_task: Any = None, task_key: Optional[str] = None,
                _runs: Optional[list] = None) -> Iterator[Event]:

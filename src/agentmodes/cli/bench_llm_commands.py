@@ -1,0 +1,92 @@
+"""LLM-driven benchmarks on the command line: code generation for `bench humaneval | mbpp`
+(strategies simple, reflection, reflexion) and `bench hotpotqa` (act, react, reflact, and
+Reflexion on top). Each run shows a progress bar, resumes from its JSONL run log, and writes
+JSON, a Markdown table and a PNG under benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from .main import bench_app
+
+LLM_HELP = "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM"
+
+
+def llm_spec(spec: Optional[str]) -> str:
+    return (spec or os.environ.get("AGENTMODES_LLM", "").strip() or "local").strip()
+
+
+def effective_workers(spec: str, workers: int) -> int:
+    """Parallel tasks only help (and are only safe) for HTTP backends: the embedded llama.cpp
+    model is one process-wide instance that generates one reply at a time."""
+    if workers > 1 and not spec.startswith("openai:"):
+        Console(stderr=True).print(f"[dim]--workers {workers} ignored: {spec} runs in-process, "
+                                   "one call at a time; tasks run sequentially[/]")
+        return 1
+    return max(1, workers)
+
+
+def generate_code(benchmark: str, *, strategy: str, limit: Optional[int], llm: Optional[str],
+                  workers: int, data: Optional[Path], json_out: bool, split: str = "test",
+                  max_iterations: int = 2, trials: int = 3) -> None:
+    from ..bench.codegen import CodegenSettings, parse_strategies, run_codegen
+    from ..llm.registry import load_llm
+
+    strategies = parse_strategies(strategy)
+    spec = llm_spec(llm)
+    model = load_llm(spec)
+    run = run_codegen(benchmark, model, llm_label=spec, strategies=strategies, limit=limit,
+                      workers=effective_workers(spec, workers), data_dir=data, split=split,
+                      settings=CodegenSettings(max_iterations=max_iterations, max_trials=trials),
+                      show_progress=not json_out)
+    _finish(run.report, run.paths, json_out)
+
+
+def _finish(report: Any, paths: dict[str, Path], json_out: bool) -> None:
+    if json_out:
+        typer.echo(json.dumps({"benchmark": report.benchmark, "meta": report.meta,
+                               "summary": report.rows,
+                               "files": {k: str(v) for k, v in paths.items()}},
+                              ensure_ascii=False))
+        return
+    for kind, path in paths.items():
+        Console(stderr=True).print(f"[dim]{kind}: {path}[/]")
+
+
+@bench_app.command("hotpotqa")
+def hotpotqa(
+    modes: str = typer.Option("act,react,reflact", "--modes", help="Comma-separated agent modes."),
+    reflexion: bool = typer.Option(False, "--reflexion", help="Also run each mode as the actor "
+                                   "of Reflexion (exact match as evaluator)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N questions."),
+    llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
+    workers: int = typer.Option(1, "--workers", min=1, help="Questions in parallel (HTTP "
+                                "backends only)."),
+    max_iterations: int = typer.Option(5, "--max-iterations", min=1, max=50,
+                                       help="agent_max_iterations (multihop: +2, at most 10)"),
+    trials: int = typer.Option(3, "--trials", min=1, max=10, help="Reflexion trials."),
+    data: Optional[Path] = typer.Option(None, "--data", help="Benchmark data folder (default: "
+                                        "$AGENTMODES_DATA or ../shared/data)."),
+    no_embed: bool = typer.Option(False, "--no-embed", help="Build the KB without vectors "
+                                  "(lexical search only; no embedding model needed)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """HotpotQA distractor sample (100 questions): EM, F1 and cost per agent mode."""
+    from ..bench.hotpotqa import parse_variants, run_hotpotqa
+    from ..llm.registry import load_llm
+
+    variants = parse_variants(modes, reflexion)
+    spec = llm_spec(llm)
+    model = load_llm(spec)
+    report, paths = run_hotpotqa(model, llm_label=spec, variants=variants, limit=limit,
+                                 workers=effective_workers(spec, workers), data_dir=data,
+                                 max_iterations=max_iterations, trials=trials,
+                                 embed=not no_embed, show_progress=not json_out)
+    _finish(report, paths, json_out)
