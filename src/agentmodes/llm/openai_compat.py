@@ -10,6 +10,11 @@ waiting at least what `Retry-After` asks. A request the server rejects (400, 401
 retried. Once text has been handed to the caller a retry would duplicate it, so a stream cut
 off mid-way is an LLMError; only a stream that failed before its first chunk is retried.
 
+Usage comes from the server's final usage chunk. Servers that send none in streams
+(llama-cpp-python's server ignores stream_options) get an estimate: completion tokens = the
+number of content chunks (these servers send one token per chunk), prompt tokens = the
+prompt's characters / 4.
+
 Configuration (constructor arguments win over the environment):
 - OPENAI_BASE_URL   default https://api.openai.com/v1
 - OPENAI_API_KEY    sent as a Bearer token when set (local servers usually need none)
@@ -66,6 +71,7 @@ class OpenAICompatModel:
         if forward_grammar is None:
             forward_grammar = env.get("OPENAI_GRAMMAR", "").lower() in {"1", "true", "yes", "on"}
         self.supports_grammar = forward_grammar
+        self._sleep = time.sleep          # replaced by tests to observe the backoff
         headers = {"Accept": "text/event-stream"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -89,7 +95,7 @@ class OpenAICompatModel:
                     if response.status_code >= 400:
                         last_error, wait = self._http_failure(response)
                     else:
-                        for chunk in _parse_stream(response):
+                        for chunk in _parse_stream(response, _prompt_chars(messages)):
                             yielded += 1
                             yield chunk
                         return
@@ -99,7 +105,7 @@ class OpenAICompatModel:
                                    f"{yielded} chunks: {_describe(err)}") from None
                 last_error = _describe(err)
             if attempt < tries:
-                time.sleep(self._backoff(attempt, wait))
+                self._sleep(self._backoff(attempt, wait))
         raise LLMError(f"LLM server at {self.base_url} unreachable after {tries} tries: "
                        f"{last_error}")
 
@@ -145,9 +151,10 @@ class OpenAICompatModel:
         return delay
 
 
-def _parse_stream(response: httpx.Response) -> Iterator[ChatChunk]:
+def _parse_stream(response: httpx.Response, prompt_chars: int) -> Iterator[ChatChunk]:
     """Turn SSE `data:` events into ChatChunks; the last chunk carries usage and finish."""
     usage: Optional[Usage] = None
+    chunks = 0
     finish: Optional[str] = None
     data: list[str] = []
     done = False
@@ -165,12 +172,19 @@ def _parse_stream(response: httpx.Response) -> Iterator[ChatChunk]:
         usage = chunk_usage or usage
         finish = chunk_finish or finish
         if chunk is not None:
+            chunks += 1
             yield chunk
     if data and "\n".join(data).strip() == "[DONE]":
         done = True
     if not done and finish is None:
         raise _StreamCut("the event stream ended before [DONE]")
-    yield ChatChunk(usage=usage or Usage(calls=1), finish_reason=finish or "stop")
+    if usage is None:
+        usage = Usage(prompt_tokens=prompt_chars // 4, completion_tokens=chunks, calls=1)
+    yield ChatChunk(usage=usage, finish_reason=finish or "stop")
+
+
+def _prompt_chars(messages: list[Message]) -> int:
+    return sum(len(str(m.get("content") or "")) for m in messages)
 
 
 def _decode_chunk(payload: str) -> tuple[Optional[ChatChunk], Optional[Usage], Optional[str]]:
