@@ -80,3 +80,21 @@ def test_german_inflection_is_found(tmp_path):
     with KnowledgeBase.open(tmp_path / "kb.db", embedder=HashingEmbedder()) as kb:
         kb.ingest(folder)
         assert kb.search("Öffnungszeiten", mode="lexical", k=1)[0].source.endswith("zeiten.md")
+
+
+def test_index_follows_changes_incrementally(tmp_path, monkeypatch):
+    from agentmodes.knowledge.searcher import Searcher
+
+    corpus = make_corpus(tmp_path / "docs")
+    with KnowledgeBase.open(tmp_path / "kb.db", embedder=HashingEmbedder()) as kb:
+        kb.ingest(corpus)
+        assert kb.search("volcano", mode="hybrid")  # builds the in-memory index
+        added: list[list[int]] = []
+        original = Searcher.add
+        monkeypatch.setattr(Searcher, "add",
+                            lambda self, ids, texts: (added.append(list(ids)), original(self, ids, texts)))
+        (corpus / "glacier.md").write_text("# Glaciers\n\nGlaciers carve valleys slowly.")
+        report = kb.ingest(corpus)
+        hits = kb.search("glaciers carve valleys", mode="semantic", k=1)
+        assert hits[0].title == "Glaciers"
+        assert added == [[hits[0].chunk_id]] and report.chunks_added == 1  # only the new chunk

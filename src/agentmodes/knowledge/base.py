@@ -4,8 +4,8 @@
     report = kb.ingest("docs/")               # text first, then vectors in batches
     hits = kb.search("Öffnungszeiten", mode="hybrid", k=5)
 
-The file is the truth; the search index is a cache of it in memory. It is rebuilt when the
-file's revision changes, which also picks up ingests made by another process.
+The file is the truth; the search index is a cache of it in memory, brought up to date
+(incrementally) whenever the file's revision changes, also by another process's ingest.
 
 The embedder is resolved lazily: a purely lexical search, or an ingest with embed=False,
 never loads the embedding model. The KB records which embedder built its vectors and refuses
@@ -26,6 +26,7 @@ from ..errors import AgentModesError, ConfigError, KnowledgeBaseError
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, index_text
 from .embedders import Embedder, get_embedder
 from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
+from .live_index import LiveIndex
 from .store import Store
 from .types import Hit, IngestReport
 
@@ -41,19 +42,6 @@ def _env_seconds(name: str, default: float) -> float:
         raise ConfigError(f"{name} must be a number of seconds, not {value!r}") from None
 
 
-class _LazyEmbedder:
-    """Stands in for the real embedder inside the searcher until a query needs a vector."""
-
-    def __init__(self, kb: "KnowledgeBase", name: str, dim: int) -> None:
-        self._kb, self.name, self.dim = kb, name, dim
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._kb.embedder.embed_query(text)
-
-    def embed_passages(self, texts: list[str]) -> np.ndarray:
-        return self._kb.embedder.embed_passages(texts)
-
-
 class KnowledgeBase:
     def __init__(self, store: Store, embedder: Embedder | None, embedder_spec: str | None,
                  chunking: ChunkingOptions, language: str) -> None:
@@ -63,9 +51,7 @@ class KnowledgeBase:
         self.chunking = chunking
         self.language = language
         self._lock = threading.RLock()
-        self._searcher: Any = None
-        self._searcher_revision = -1
-        self._has_vectors = False
+        self._index = LiveIndex(store, lambda: self.embedder, language)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -221,10 +207,10 @@ class KnowledgeBase:
         if not isinstance(k, int) or k < 1:
             raise ConfigError(f"k must be a positive number of hits, not {k!r}")
         with self._lock:
-            searcher = self._current_searcher()
-            if searcher is None:
+            searcher = self._index.searcher()
+            if not self._index.chunk_count:
                 return []
-            if mode == "semantic" and not self._has_vectors:
+            if mode == "semantic" and not self._index.vector_count:
                 raise KnowledgeBaseError(
                     f"no text in {self.path} is embedded yet, so semantic search has nothing "
                     f"to search; run `agentmodes ingest PATH... --kb {self.path}` without "
@@ -235,32 +221,6 @@ class KnowledgeBase:
                     score=float(s.score), confidence=float(s.confidence),
                     heading_path=row.heading_path, position=row.position, doc_id=row.doc_id)
                 for s in scored if (row := rows.get(s.chunk_id)) is not None]
-
-    def _current_searcher(self) -> Any:
-        """The in-memory index for the file's current revision (rebuilt when it changed)."""
-        revision = self._store.revision()
-        if self._searcher is not None and revision == self._searcher_revision:
-            return self._searcher
-        from .searcher import Searcher  # the search core loads numpy/bm25s only when needed
-
-        chunks = self._store.all_chunks()
-        if not chunks:
-            self._searcher, self._searcher_revision = None, revision
-            return None
-        recorded = self._store.get_meta("embedder")
-        vector_ids: list[int] = []
-        vectors = None
-        if recorded:
-            dim = int(self._store.get_meta("embedder_dim") or 0)
-            vector_ids, vectors = self._store.chunk_vectors(recorded, dim)
-        self._has_vectors = bool(vector_ids)
-        lazy = _LazyEmbedder(self, recorded, vectors.shape[1]) if self._has_vectors else None
-        self._searcher = Searcher(
-            [c.id for c in chunks], [index_text(c.title, c.heading_path, c.text) for c in chunks],
-            vectors if self._has_vectors else None, vector_ids if self._has_vectors else None,
-            lazy, language=self.language)
-        self._searcher_revision = revision
-        return self._searcher
 
     # --- introspection ------------------------------------------------------------------
 

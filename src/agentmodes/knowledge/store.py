@@ -261,21 +261,20 @@ class Store:
 
     # --- chunks -------------------------------------------------------------------------
 
-    def all_chunks(self) -> list[ChunkRow]:
-        rows = self._query(
-            "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c.text_hash, "
-            "d.path FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id")
-        return [_chunk_row(row) for row in rows]
+    def chunk_keys(self) -> dict[int, str]:
+        """chunk id -> text hash for every chunk: what an in-memory index must contain."""
+        return dict(self._query("SELECT id, text_hash FROM chunks"))
 
     def chunks_by_id(self, ids: list[int]) -> dict[int, ChunkRow]:
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self._query(
-            "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c.text_hash, "
-            f"d.path FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})",
-            tuple(ids))
-        return {row[0]: _chunk_row(row) for row in rows}
+        out: dict[int, ChunkRow] = {}
+        for part in _batches(ids):
+            marks = ",".join("?" * len(part))
+            for row in self._query(
+                    "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, "
+                    "c.text_hash, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                    f"WHERE c.id IN ({marks})", tuple(part)):
+                out[row[0]] = _chunk_row(row)
+        return out
 
     # --- embeddings ---------------------------------------------------------------------
 
@@ -300,15 +299,27 @@ class Store:
                              "VALUES(?, ?, ?)", [(embedder, h, b) for h, b in zip(hashes, blobs)])
             self._bump_revision()
 
-    def chunk_vectors(self, embedder: str, dim: int) -> tuple[list[int], np.ndarray]:
-        """Vectors of every chunk that has one, in chunk id order."""
-        rows = self._query(
-            "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = ? AND "
-            "e.text_hash = c.text_hash ORDER BY c.id", (embedder,))
-        if not rows:
-            return [], np.zeros((0, dim), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
-        return [row[0] for row in rows], matrix.reshape(len(rows), -1).copy()
+    def vector_keys(self, embedder: str) -> dict[int, str]:
+        """chunk id -> text hash for every chunk that has a vector from `embedder`."""
+        return dict(self._query(
+            "SELECT c.id, c.text_hash FROM chunks c JOIN embeddings e ON e.embedder = ? AND "
+            "e.text_hash = c.text_hash", (embedder,)))
+
+    def chunk_vectors(self, embedder: str, ids: list[int]) -> tuple[list[int], np.ndarray]:
+        """The vectors of the given chunks (those that have one), as (ids, float32 matrix)."""
+        found: list[int] = []
+        blobs: list[bytes] = []
+        for part in _batches(ids):
+            marks = ",".join("?" * len(part))
+            for chunk_id, blob in self._query(
+                    "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = ? AND "
+                    f"e.text_hash = c.text_hash WHERE c.id IN ({marks})", (embedder, *part)):
+                found.append(chunk_id)
+                blobs.append(blob)
+        if not found:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32)
+        return found, matrix.reshape(len(found), -1).copy()
 
     def drop_vectors_except(self, embedder: str | None) -> None:
         """Forget vectors of other embedders (after a re-index they can never be used)."""
@@ -337,6 +348,12 @@ class Store:
         if empty:
             problems.append(f"{empty} documents without chunks")
         return problems
+
+
+def _batches(ids: list[int], size: int = 900) -> Iterator[list[int]]:
+    """Slices small enough for SQLite's limit on bound parameters."""
+    for start in range(0, len(ids), size):
+        yield ids[start:start + size]
 
 
 def _chunk_row(row: tuple) -> ChunkRow:
