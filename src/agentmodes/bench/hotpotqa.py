@@ -31,7 +31,7 @@ from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, print_
 from .runs import PROJECT_ROOT, RESULTS_DIR, Job, RunLog, run_jobs, slug
 
 MODES = ("act", "react", "reflact")
-DATA_FILE = Path("hotpotqa") / "hot-pot-qa-distractor-sample.jsonl"
+DATA_FILE = Path("hotpotqa") / "hotpot-qa-distractor-sample.jsonl"
 CACHE_DIR = PROJECT_ROOT / ".cache" / "hotpotqa"
 SHORT_ANSWER = ("Answer with the shortest possible answer: an entity name, a date, a number, "
                 "or yes/no, without explanation.")

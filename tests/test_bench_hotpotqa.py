@@ -1,0 +1,67 @@
+"""The HotpotQA harness on real data: KB from the context paragraphs, the real Agent on a
+scripted model, EM/F1 scoring, Reflexion on top, resumable run log."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentmodes.bench.hotpotqa import (build_kb, clean_answer, load_questions, parse_variants,
+                                       pooled_paragraphs, run_hotpotqa)
+from agentmodes.errors import ConfigError
+from agentmodes.llm.scripted import ScriptedModel
+
+SEARCH = 'THOUGHT: I need the new name of VIVA Media.\nACTION: lexical_search("VIVA Media")'
+WRONG = "THOUGHT: It became a GmbH.\nFINAL ANSWER: VIVA Media GmbH [1]"
+RIGHT = "THOUGHT: GmbH stands for it.\nFINAL ANSWER: Gesellschaft mit beschränkter Haftung [1]"
+
+
+@pytest.fixture(scope="module")
+def small_kb(tmp_path_factory):
+    questions = load_questions()[:2]
+    return build_kb(questions, tmp_path_factory.mktemp("hotpot"), embed=False)
+
+
+def test_questions_and_pooled_paragraphs():
+    questions = load_questions()
+    assert len(questions) == 100 and questions[0].answer == "Gesellschaft mit beschränkter Haftung"
+    pool = pooled_paragraphs(questions)
+    assert 900 <= len(pool) <= 1000 and "VIVA Media" in pool
+
+
+def test_react_and_reflexion_on_top(small_kb, tmp_path):
+    llm = ScriptedModel([SEARCH, RIGHT,                      # react
+                         SEARCH, WRONG,                      # react+reflexion trial 1
+                         "The answer must expand the acronym, not repeat the company name.",
+                         SEARCH, RIGHT])                     # trial 2
+    report, paths = run_hotpotqa(llm, llm_label="scripted", variants=parse_variants("react", True),
+                                 limit=1, out_dir=tmp_path, kb_path=small_kb, show_progress=False)
+    rows = {r["variant"]: r for r in report.rows}
+    assert rows["react"]["em"] == 1.0 and rows["react"]["f1"] == 1.0
+    assert rows["react+reflexion"]["em"] == 1.0 and rows["react+reflexion"]["trials_per_task"] == 2
+    assert rows["react"]["llm_calls_per_task"] == 2 and rows["react+reflexion"]["llm_calls_per_task"] == 5
+    assert rows["react"]["iterations_per_task"] == 2 and rows["react+reflexion"]["iterations_per_task"] == 4
+    # The agent really searched the KB: the second call saw the paragraph about VIVA Media.
+    assert "VIVA Media AG" in json.dumps(llm.prompts[1], ensure_ascii=False)
+    # The short-answer instruction reached the agent's system prompt.
+    assert "shortest possible answer" in llm.prompts[0][0]["content"]
+    assert {p.suffix for p in paths.values()} == {".json", ".md", ".png"}
+    log = tmp_path / "runs" / "hotpotqa" / "scripted.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["answer"] for r in records] == ["Gesellschaft mit beschränkter Haftung"] * 2
+
+    # A rerun skips both finished jobs: a model without replies is never called.
+    again, _ = run_hotpotqa(ScriptedModel([]), llm_label="scripted",
+                            variants=["react", "react+reflexion"], limit=1, out_dir=tmp_path,
+                            kb_path=small_kb, show_progress=False)
+    assert again.rows == report.rows
+
+
+def test_clean_answer_and_bad_modes():
+    assert clean_answer("Bern [1][2]\nBecause ...") == "Bern"
+    assert clean_answer("Paris [1, 2].") == "Paris."
+    with pytest.raises(ConfigError):
+        parse_variants("react,plan", False)
+    assert parse_variants("act, reflact", True) == ["act", "reflact", "act+reflexion",
+                                                    "reflact+reflexion"]
