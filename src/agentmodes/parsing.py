@@ -93,15 +93,26 @@ class Step:
         return self.error is None
 
 
+_KIND_CACHE: dict[str, str] = {}
+
+
 def label_kind(match: re.Match) -> str:
-    word = (match.group("a") or match.group("b")).lower()
-    return _LABEL_KIND.get(word) or _LABEL_KIND.get(" ".join(word.replace("_", " ").split()),
-                                                    "answer")
+    raw = match.group("a") or match.group("b")
+    kind = _KIND_CACHE.get(raw)
+    if kind is None:                                    # first time this spelling is seen
+        word = raw.lower()
+        kind = _LABEL_KIND.get(word) or _LABEL_KIND.get(
+            " ".join(word.replace("_", " ").split()), "answer")
+        if len(_KIND_CACHE) < 512:
+            _KIND_CACHE[raw] = kind
+    return kind
 
 
 def parse_step(text: str, *, reflact: bool = False) -> Step:
     """Parse one model reply. With reflact=True, THOUGHT is read as REFLECTION (seed 000)."""
-    text = _MARKERS_RE.sub("", text or "")
+    text = text or ""
+    if "[TOOL_CALLS]" in text or "tool_call>" in text or "<|python_tag|>" in text:
+        text = _MARKERS_RE.sub("", text)
     sections: list[tuple[str, int, int]] = []          # (kind, text start, label start)
     for m in LABEL_RE.finditer(text):
         kind = label_kind(m)

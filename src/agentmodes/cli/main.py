@@ -38,6 +38,7 @@ def _register() -> None:
     from . import serve_command  # noqa: F401  serve
     from . import bench_commands  # noqa: F401  bench humaneval, mbpp (and retrieval)
     from . import ask_command  # noqa: F401  ask
+    from . import overhead_command  # noqa: F401  bench overhead
     from . import reflect_command  # noqa: F401  reflect
     from . import bench_llm_commands  # noqa: F401  bench hotpotqa
 

@@ -233,7 +233,11 @@ class Episode:
         elif not usage.calls:
             usage = Usage(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, 1)
         self.usage = self.usage + usage
-        self.last_usage = usage.as_dict()
+        # Usage.as_dict() goes through dataclasses.asdict (a deepcopy per field): too slow
+        # for once per LLM call on the hot path; same keys, same values.
+        self.last_usage = {"prompt_tokens": usage.prompt_tokens,
+                           "completion_tokens": usage.completion_tokens,
+                           "cached_tokens": usage.cached_tokens, "calls": usage.calls}
 
     # -- parse failures ---------------------------------------------------------------------
     def _feed_back(self, step: Step, it: int) -> Event:

@@ -1,0 +1,34 @@
+"""`agentmodes bench overhead`: framework overhead per iteration against LangGraph,
+smolagents and pydantic-ai (bench/overhead.py), written to benchmarks/results/overhead.*."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from .main import bench_app, fail
+
+
+@bench_app.command("overhead")
+def overhead(
+    iterations: int = typer.Option(20, "--iterations", help="Tool iterations per run."),
+    runs: int = typer.Option(60, "--runs", help="Timed runs for agentmodes (peers: a third)."),
+    out_dir: Path = typer.Option(Path("benchmarks/results"), "--out-dir",
+                                 help="Where overhead.json and overhead.md are written."),
+) -> None:
+    """Framework overhead per agent iteration (fake model, trivial tool), side by side."""
+    from rich.console import Console
+
+    from ..bench.overhead import markdown, run_all
+
+    if iterations < 1 or runs < 3:
+        raise fail("--iterations must be >= 1 and --runs >= 3")
+    err = Console(stderr=True)
+    report = run_all(iterations, runs, progress=lambda name: err.print(f"measuring {name} ..."))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "overhead.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    table = markdown(report)
+    (out_dir / "overhead.md").write_text(table, encoding="utf-8")
+    typer.echo(table)
