@@ -50,7 +50,7 @@ def embedded_model(path: str | os.PathLike | None, *, prefix_reuse: bool = True)
     """The process-wide llama.cpp model for `path` (None: the default model)."""
     from .llamacpp import LlamaCppModel, default_model_path
 
-    resolved = Path(path).expanduser().resolve() if path is not None else default_model_path()
+    resolved = Path(path if path is not None else default_model_path()).expanduser().resolve()
     key = (str(resolved), prefix_reuse)
     with _embedded_lock:
         model = _embedded.get(key)
