@@ -172,6 +172,10 @@ def test_not_a_kb_files_are_refused_with_one_line(tmp_path):
         conn.execute("CREATE TABLE users (name TEXT)")
     with pytest.raises(KnowledgeBaseError, match="SQLite database but not an agentmodes"):
         KnowledgeBase.open(other_db)
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 16)
+    with pytest.raises(KnowledgeBaseError, match="not an agentmodes knowledge base or is damaged"):
+        KnowledgeBase.open(damaged)
     with pytest.raises(KnowledgeBaseError, match="is a directory"):
         KnowledgeBase.open(tmp_path)
     with pytest.raises(KnowledgeBaseError, match="no knowledge base at"):

@@ -118,7 +118,8 @@ class Store:
             self._conn.close()
             if "locked" in str(err) or "busy" in str(err):
                 raise KnowledgeBaseError(_locked_message(path)) from None
-            raise KnowledgeBaseError(f"{path} is not an agentmodes knowledge base ({err})") from None
+            raise KnowledgeBaseError(f"{path} is not an agentmodes knowledge base or is damaged "
+                                     f"({err})") from None
 
     def _init_schema(self) -> None:
         tables = {row[0] for row in self._conn.execute(
@@ -155,30 +156,34 @@ class Store:
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as err:
-                if "locked" in str(err) or "busy" in str(err):
-                    raise KnowledgeBaseError(_locked_message(self.path)) from None
-                raise KnowledgeBaseError(f"knowledge base {self.path}: {err}") from None
+            except sqlite3.DatabaseError as err:
+                raise self._error(err) from None
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            try:
                 self._conn.execute("COMMIT")
-            except sqlite3.OperationalError as err:
-                self._conn.execute("ROLLBACK")
-                raise KnowledgeBaseError(_locked_message(self.path)
-                                         if "locked" in str(err) else str(err)) from None
+            except BaseException as err:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(err, sqlite3.DatabaseError):
+                    raise self._error(err) from None
+                raise
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         with self._lock:
             try:
                 return self._conn.execute(sql, params).fetchall()
-            except sqlite3.OperationalError as err:
-                if "locked" in str(err) or "busy" in str(err):
-                    raise KnowledgeBaseError(_locked_message(self.path)) from None
-                raise KnowledgeBaseError(f"knowledge base {self.path}: {err}") from None
+            except sqlite3.DatabaseError as err:
+                raise self._error(err) from None
+
+    def _error(self, err: sqlite3.DatabaseError) -> KnowledgeBaseError:
+        """SQLite's errors as one line a user can act on (locked, damaged, disk full)."""
+        text = str(err)
+        if "locked" in text or "busy" in text:
+            return KnowledgeBaseError(_locked_message(self.path))
+        if "malformed" in text or "not a database" in text:
+            return KnowledgeBaseError(f"knowledge base {self.path} is damaged ({text}); "
+                                      "restore it from a backup or delete it and ingest again")
+        return KnowledgeBaseError(f"knowledge base {self.path}: {text}")
 
     def close(self) -> None:
         with self._lock:
