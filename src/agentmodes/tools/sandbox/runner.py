@@ -40,7 +40,7 @@ class SandboxError(AgentModesError):
     """The sandbox itself could not start (not: the program failed)."""
 
 
-def _interpreter() -> str:
+def sandbox_interpreter() -> str:
     # The base interpreter, not the venv shim: the program runs with -I -S, stdlib only.
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
@@ -132,7 +132,7 @@ def _run(code: str, limits: SandboxLimits, stdin: Optional[str], level: str,
               "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds(),
               "max_procs": limits.max_procs, "max_file_mb": limits.max_file_mb,
               "max_open_files": limits.max_open_files}
-    argv = [_interpreter(), "-I", "-S", "-X", "utf8", "-B", CHILD, json.dumps(config)]
+    argv = [sandbox_interpreter(), "-I", "-S", "-X", "utf8", "-B", CHILD, json.dumps(config)]
     started = time.monotonic()
     try:
         with open(Path(workdir, ".stdin") if stdin is not None else os.devnull, "rb") as stdin_f:
