@@ -32,7 +32,7 @@ from ..modes.reflexion import Reflexion
 from ..modes.self_correction import generate_unit_tests
 from .codedata import load_code_tasks
 from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, print_table, write
-from .runs import RESULTS_DIR, Job, RunLog, run_jobs, slug
+from .runs import RESULTS_DIR, Job, RunLog, parse_names, run_jobs, slug
 
 STRATEGIES = ("simple", "reflection", "reflexion")
 
@@ -46,13 +46,7 @@ class CodegenSettings:
 
 
 def parse_strategies(text: str | Sequence[str]) -> list[str]:
-    names = [s.strip().lower() for s in (text.split(",") if isinstance(text, str) else text)]
-    names = [n for n in names if n]
-    unknown = [n for n in names if n not in STRATEGIES]
-    if unknown or not names:
-        raise ConfigError(f"unknown strategy {', '.join(unknown) or '(none)'}; "
-                          f"use {', '.join(STRATEGIES)} (comma-separated)")
-    return list(dict.fromkeys(names))
+    return parse_names(text, STRATEGIES, "strategy")
 
 
 def task_text(task: CodeTask) -> str:

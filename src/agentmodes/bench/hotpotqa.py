@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..errors import ConfigError
 from ..evaluators.text import ExactMatchEvaluator, exact_match, f1_score
 from ..llm.base import ChatModel
 from ..modes.actors import AgentActor
@@ -28,7 +27,7 @@ from ..modes.reflexion import Reflexion
 from ..settings import ChatbotSettings
 from .codedata import DataError, data_root
 from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, print_table, write
-from .runs import PROJECT_ROOT, RESULTS_DIR, Job, RunLog, run_jobs, slug
+from .runs import PROJECT_ROOT, RESULTS_DIR, Job, RunLog, parse_names, run_jobs, slug
 
 MODES = ("act", "react", "reflact")
 DATA_FILE = Path("hotpotqa") / "hotpot-qa-distractor-sample.jsonl"
@@ -103,13 +102,7 @@ def clean_answer(answer: str) -> str:
 
 
 def parse_variants(modes: str | Sequence[str], reflexion: bool) -> list[str]:
-    names = [m.strip().lower() for m in (modes.split(",") if isinstance(modes, str) else modes)]
-    names = [n for n in names if n]
-    unknown = [n for n in names if n not in MODES]
-    if unknown or not names:
-        raise ConfigError(f"unknown mode {', '.join(unknown) or '(none)'}; use "
-                          f"{', '.join(MODES)} (comma-separated)")
-    names = list(dict.fromkeys(names))
+    names = parse_names(modes, MODES, "mode")
     return names + ([f"{m}+reflexion" for m in names] if reflexion else [])
 
 

@@ -19,11 +19,13 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn,
                            TimeRemainingColumn)
+
+from ..errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = Path(os.environ.get("AGENTMODES_RESULTS") or PROJECT_ROOT / "benchmarks" / "results")
@@ -32,6 +34,17 @@ RESULTS_DIR = Path(os.environ.get("AGENTMODES_RESULTS") or PROJECT_ROOT / "bench
 def slug(text: str) -> str:
     """A file-name-safe form of an LLM spec or label ("openai:gpt-4o" -> "openai-gpt-4o")."""
     return re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-")[:80] or "default"
+
+
+def parse_names(text: str | Sequence[str], known: Sequence[str], what: str) -> list[str]:
+    """A comma-separated choice of variants ("simple,reflexion"), checked and deduplicated."""
+    names = [s.strip().lower() for s in (text.split(",") if isinstance(text, str) else text)]
+    names = [n for n in names if n]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ConfigError(f"unknown {what} {', '.join(unknown) or '(none)'}; "
+                          f"use {', '.join(known)} (comma-separated)")
+    return list(dict.fromkeys(names))
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,7 +171,6 @@ class Reflection:
         lang = resolve_language(self.language, task)
         memory, total = Memory(lang), Usage()
         critiques: list[str] = []
-        best: Optional[tuple[float, int]] = None     # (score, attempt index) when tests run
         evaluations: list[Evaluation] = []
         stop_reason, iterations = "max_iterations", 0
         yield status("starting", strategy="reflection", task=task, kind=self.kind,
