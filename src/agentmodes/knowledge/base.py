@@ -129,8 +129,8 @@ class KnowledgeBase:
         if recorded and recorded != embedder.name:
             raise KnowledgeBaseError(
                 f"{self.path} was built with embedder '{recorded}', not '{embedder.name}'; use "
-                f"that embedder or rebuild with `agentmodes ingest --reindex PATH... --kb "
-                f"{self.path}`")
+                f"that embedder or rebuild with `agentmodes ingest --reindex PATH... --embedder "
+                f"{embedder.name} --kb {self.path}`")
         return embedder
 
     def _embedder_name(self) -> str | None:
