@@ -106,7 +106,7 @@ def test_allocating_10_gb_fails_with_memory_error():
 @needs_namespaces
 def test_writes_outside_the_run_directory_fail(tmp_path):
     targets = [Path(__file__).parent / "sandbox_escape.txt", Path("/var/tmp/sandbox_escape.txt"),
-               Path("/dev/shm/sandbox_escape.txt"), tmp_path / "escape.txt"]
+               Path("/run/lock/sandbox_escape.txt"), tmp_path / "escape.txt"]
     code = ("import sys\nfailures = 0\n"
             f"for path in {[str(t) for t in targets]!r}:\n"
             "    try:\n"
@@ -122,6 +122,18 @@ def test_writes_outside_the_run_directory_fail(tmp_path):
     assert not result.passed
     assert "WROTE" not in result.stdout and "inside ok" in result.stdout
     assert not any(t.exists() for t in targets)
+
+
+@needs_namespaces
+def test_dev_shm_is_private_and_multiprocessing_works():
+    code = ("import multiprocessing as mp\n"
+            "open('/dev/shm/sandbox_private.txt', 'w').write('x')\n"
+            "with mp.Pool(2) as pool:\n"
+            "    print(sum(pool.map(abs, [-1, -2, 3])))\n")
+    result = run_python(code, timeout_s=20)
+    assert result.passed, result.stderr
+    assert result.stdout == "6\n"
+    assert not Path("/dev/shm/sandbox_private.txt").exists()
 
 
 @pytest.fixture

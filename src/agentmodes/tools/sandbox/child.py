@@ -2,14 +2,15 @@
 
 It starts as the caller's user (root here) because only root can create the namespaces and
 switch to an unprivileged uid; it then isolates itself and runs the program in-process
-(no second interpreter start, which keeps a run at ~30 ms). Stdlib only: it runs with -I -S.
+(no second interpreter start, which keeps a run at ~50 ms). Stdlib only: it runs with -I -S.
 
 Order matters:
 1. (namespaces) unshare mount + network + pid namespaces. The network namespace has only a
    downed loopback, so every connection fails. In the mount namespace /tmp becomes the run's
-   own directory, the other world-writable dirs (/var/tmp, /run/lock, /dev/shm) become empty
-   read-only tmpfs, and the interpreter's prefix is re-exposed read-only if it sits under a
-   directory the unprivileged uid cannot traverse (pyenv under /root here).
+   own directory; /var/tmp and /run (world-writable dirs, unix sockets) become empty
+   read-only tmpfs; /dev/shm a small private tmpfs (multiprocessing needs it); the
+   interpreter's prefix is re-exposed read-only if it sits under a directory the
+   unprivileged uid cannot traverse (pyenv under /root here).
 2. (namespaces) fork: the child is pid 1 of the new pid namespace, so when it dies the kernel
    kills every process it left behind (a fork bomb included). The parent just waits and
    mirrors the child's exit status, so `killpg` from the runner kills both.
@@ -88,10 +89,15 @@ def _enter_namespaces(cfg):
         _expose_readonly(path)
     # The run's directory becomes /tmp: tempfile and relative paths work, nothing else shows.
     _check(_mount(cfg["workdir"], "/tmp", None, MS_BIND), "bind workdir on /tmp")
-    for path in ("/var/tmp", "/run/lock", "/dev/shm", "/dev/mqueue"):
+    # /run holds unix sockets (databases, dbus) that a network namespace does not cover.
+    for path in ("/var/tmp", "/run", "/dev/mqueue"):
         if os.path.isdir(path):
             _check(_mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k"),
                    f"read-only tmpfs on {path}")
+    # multiprocessing needs a writable /dev/shm: a small private one, gone with the namespace.
+    if os.path.isdir("/dev/shm"):
+        _check(_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      f"size={cfg['shm_mb']}m,mode=1777"), "private /dev/shm")
 
 
 def _mirror_child(pid):

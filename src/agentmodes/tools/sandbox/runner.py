@@ -28,6 +28,7 @@ from .limits import SandboxLimits, SandboxResult
 CHILD = str(Path(__file__).with_name("child.py"))
 SETUP_FAILED = 125
 PROGRAM = "main.py"
+SHM_MB = 64             # private /dev/shm per run (tmpfs pages are not in RLIMIT_AS)
 # Only what a Python program needs; nothing of the caller's environment (API keys, tokens).
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
              "HOME": "/tmp", "TMPDIR": "/tmp"}
@@ -131,7 +132,7 @@ def _run(code: str, limits: SandboxLimits, stdin: Optional[str], level: str,
               "uid": uid, "expose": [os.path.realpath(sys.base_prefix)],
               "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds(),
               "max_procs": limits.max_procs, "max_file_mb": limits.max_file_mb,
-              "max_open_files": limits.max_open_files}
+              "max_open_files": limits.max_open_files, "shm_mb": SHM_MB}
     argv = [sandbox_interpreter(), "-I", "-S", "-X", "utf8", "-B", CHILD, json.dumps(config)]
     started = time.monotonic()
     try:
