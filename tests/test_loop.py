@@ -292,3 +292,21 @@ def test_extra_tools_are_offered_and_replace_builtins_by_name():
     assert "- clock(zone): Aktuelle Uhrzeit" in model.calls[0]["messages"][0]["content"]
     assert "12:00 in Berlin" in next(e for e in events
                                      if e.get("status") == "observation")["result_preview"]
+
+
+def test_an_answer_before_any_search_is_grounded_by_searching_the_question_first():
+    kb = FakeKB()
+    agent, model = make_agent(["REFLECTION: Ich weiß es.\nFINAL ANSWER: Immer geöffnet.",
+                               "REFLECTION: r\nFINAL ANSWER: Mo-Fr 9-18 Uhr [1]"], kb=kb)
+    events = run(agent)
+    action = next(e for e in events if e.get("status") == "action")
+    assert (action["action"], action["param"], action["forced"]) == (
+        "rag_search", Q, "answer_without_sources")
+    assert kb.queries == [(Q, "hybrid")]
+    assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
+    # a follow-up question with history, and ACT's clarifying respond, may answer directly
+    agent, _ = make_agent(["FINAL ANSWER: Samstags nach Vereinbarung."])
+    assert run(agent, "Und samstags?", history=[("user", "Öffnungszeiten?"),
+                                                ("assistant", "Mo-Fr 9-18 Uhr.")])
+    agent, _ = make_agent(['ACTION: respond("Welche Filiale meinen Sie?")'], agent_mode="act")
+    assert done_of(run(agent))["full_response"] == "Welche Filiale meinen Sie?"

@@ -134,7 +134,7 @@ def test_reflact_reads_thought_as_reflection():
 
 
 def test_prompt_assembly_system_prompt_override_project_url_and_language():
-    agent, model = make_agent(["REFLECTION: r\nFINAL ANSWER: a"],
+    agent, model = make_agent(["REFLECTION: r\nFINAL ANSWER: a"] * 2,
                               system_prompt="Du bist der Assistent von {PROJECT_URL}.",
                               project_url="https://dg-agentur.de")
     agent.run("Wann hat die Agentur geöffnet?")
@@ -142,13 +142,13 @@ def test_prompt_assembly_system_prompt_override_project_url_and_language():
     assert system.startswith("Du bist der Assistent von https://dg-agentur.de.\n\n"
                              "Du bist ein ReflAct-Agent.")
     assert "- rag_search(query): Semantische Suche" in system
-    agent, model = make_agent(["FINAL ANSWER: a"], reflact_system_prompt="Custom {PROJECT_URL}",
+    agent, model = make_agent(["FINAL ANSWER: a"] * 2, reflact_system_prompt="Custom {PROJECT_URL}",
                               project_url="x.de", tools_enabled=["lexical_search"])
     agent.run("When are you open?")
     system = model.calls[0]["messages"][0]["content"]
     assert system.startswith("Custom x.de\n\n## Tools enabled for this bot")
     assert "rag_search" not in system and "- lexical_search(query):" in system
-    agent, model = make_agent(["FINAL ANSWER: a"], language="de")
+    agent, model = make_agent(["FINAL ANSWER: a"] * 2, language="de")
     agent.run("When are you open?")
     assert model.calls[0]["messages"][0]["content"].startswith("Du bist ein ReflAct-Agent.")
 
@@ -184,6 +184,6 @@ def test_grammar_is_sent_to_backends_that_enforce_one():
     grammar = model.calls[0]["options"].grammar
     assert grammar and "REFLECTION" in grammar and "rag_search" in grammar
     assert model.calls[1]["options"].grammar == grammar
-    plain, _ = make_agent(["FINAL ANSWER: a"])
+    plain, _ = make_agent(["FINAL ANSWER: a"] * 2)
     plain.run("Öffnungszeiten?")
     assert plain.llm.calls[0]["options"].grammar is None

@@ -200,7 +200,9 @@ def pydantic_ai(iterations: int) -> Runner:
 
     state = {"n": 0}
 
-    def respond(messages, info):
+    # async model function and tool: pydantic-ai runs sync ones in a worker thread, and the
+    # thread hand-off would dominate; this is the peer's fast path.
+    async def respond(messages, info):
         n = state["n"]
         state["n"] = n + 1
         if n < iterations:
@@ -210,7 +212,7 @@ def pydantic_ai(iterations: int) -> Runner:
     agent = Agent(FunctionModel(respond))
 
     @agent.tool_plain
-    def echo(query: str) -> str:
+    async def echo(query: str) -> str:
         """Echo the query."""
         return "ok"
 

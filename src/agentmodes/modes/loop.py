@@ -49,6 +49,9 @@ class ModeSpec:
     goal_in_events: bool = False     # the goal appears in every iteration event
     lists_respond: bool = False      # respond(answer) is how this mode ends (ACT)
     native_tools: bool = False       # use native tool calls when the backend supports them
+    # An answer before any search (and without conversation history) is ungrounded: search
+    # the question first. Small models otherwise "answer" a document question from nothing.
+    search_first: bool = False
 
 
 def default_threshold() -> float:
@@ -85,6 +88,7 @@ class Episode:
         self.max_iterations = max_iterations
         self.threshold = default_threshold() if threshold is None else threshold
         self.adaptive = adaptive
+        self.has_history = bool(history)
         self.messages: list[Message] = [{"role": "system", "content": system}, *history,
                                         {"role": "user", "content": question}]
         self.native = spec.native_tools and getattr(llm, "supports_tools", False)
@@ -97,6 +101,7 @@ class Episode:
         self.iterations = 0
         self.adaptive_exit = False
         self.searched_question = False
+        self.tool_runs = 0
         self.started = time.perf_counter()
         self._delta_status = {"reasoning": (f"{spec.reasoning}_delta" if spec.reasoning
                                             else "action_delta"), "action": "action_delta"}
@@ -145,11 +150,18 @@ class Episode:
                 call_id = None
             else:
                 fed_back = False
+            forced = None
             if step.final_answer is not None and action is None:
-                yield from self._finish(step.final_answer, it)
-                return
-            yield {"status": "action", "action": action.name, "param": action.argument,
-                   "iteration": it, "usage": usage}
+                action = self._grounding_action()
+                if action is None:
+                    yield from self._finish(step.final_answer, it)
+                    return
+                forced = "answer_without_sources"
+            event = {"status": "action", "action": action.name, "param": action.argument,
+                     "iteration": it, "usage": usage}
+            if forced:
+                event["forced"] = forced
+            yield event
             if action.name == "respond":
                 yield from self._finish(action.argument, it)
                 return
@@ -258,6 +270,13 @@ class Episode:
         self.searched_question = True
         return Action(tool.name, self.question)
 
+    def _grounding_action(self) -> Optional[Action]:
+        """A search of the question when a search-first mode answers before any search."""
+        if not self.spec.search_first or self.tool_runs or self.has_history:
+            return None
+        tool = self.tools.search_tool()
+        return Action(tool.name, self.question) if tool is not None else None
+
     # -- tools ------------------------------------------------------------------------------
     def _execute(self, action: Action) -> tuple[ToolResult, str]:
         """Run a tool; whatever goes wrong becomes an observation the model can read."""
@@ -266,6 +285,7 @@ class Episode:
             msg = _UNKNOWN.get(self.lang, _UNKNOWN["en"]).format(
                 name=action.name, names=", ".join(self.tools.names))
             return ToolResult(msg, error=True), msg
+        self.tool_runs += 1
         if action.argument == self.question:
             self.searched_question = True
         try:

@@ -11,4 +11,5 @@ REACT = ModeSpec(
     name="react",
     reasoning="thought",
     start_status="getting_action",
+    search_first=True,              # no answer before the documents were searched
 )

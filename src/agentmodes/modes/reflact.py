@@ -14,4 +14,5 @@ REFLACT = ModeSpec(
     start_status="reflecting",
     reflact_labels=True,
     goal_in_events=True,
+    search_first=True,              # no answer before the documents were searched
 )
