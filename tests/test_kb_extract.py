@@ -101,3 +101,14 @@ def test_chunk_hash_depends_on_heading_and_text_only():
     c = chunk_blocks("T", [Block("same words", ["Other"])])[0]
     assert a.text_hash == b.text_hash != c.text_hash
     assert a.index_text.splitlines() == ["T", "H", "same words"]
+
+
+def test_utf16_text_and_raw_html_in_markdown(tmp_path):
+    utf16 = tmp_path / "windows.txt"
+    utf16.write_bytes("Notizen über Öffnungszeiten im Rathaus.".encode("utf-16"))
+    assert _extract(utf16).blocks[0].text == "Notizen über Öffnungszeiten im Rathaus."
+    md = tmp_path / "mixed.md"
+    md.write_text("# Mixed\n\n<div class='note'><b>Hinweis:</b> geschlossen am Montag</div>\n\n"
+                  "<script>alert('x')</script>\n\nNormal text.\n", encoding="utf-8")
+    texts = [b.text for b in _extract(md).blocks]
+    assert texts == ["Hinweis: geschlossen am Montag", "Normal text."]

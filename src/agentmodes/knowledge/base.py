@@ -185,7 +185,13 @@ class KnowledgeBase:
             rows = self._store.chunks_by_id([chunk_id for _, chunk_id in batch])
             texts = [index_text(rows[c].title, rows[c].heading_path, rows[c].text)
                      for _, c in batch]
-            vectors = np.asarray(embedder.embed_passages(texts), dtype=np.float32)
+            try:
+                vectors = np.asarray(embedder.embed_passages(texts), dtype=np.float32)
+            except AgentModesError:
+                raise
+            except Exception as err:  # a model crash must not surface as a traceback
+                raise KnowledgeBaseError(f"embedder '{embedder.name}' failed: "
+                                         f"{type(err).__name__}: {err}") from err
             if vectors.ndim != 2 or vectors.shape[0] != len(texts):
                 raise KnowledgeBaseError(
                     f"embedder '{embedder.name}' returned {vectors.shape} for {len(texts)} texts")

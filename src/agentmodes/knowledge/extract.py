@@ -155,6 +155,8 @@ def _extract_markdown(path: Path, text: str) -> Extracted:
             blocks.append(Block(prefix + _inline_text(token), [h[1] for h in headings]))
         elif kind in ("fence", "code_block"):
             blocks.append(Block(token.content.rstrip(), [h[1] for h in headings]))
+        elif kind == "html_block":  # raw HTML inside Markdown: keep its words, not its tags
+            blocks.append(Block(_html_words(token.content), [h[1] for h in headings]))
     return Extracted(title or path.stem, blocks)
 
 
@@ -167,6 +169,15 @@ def _inline_text(token) -> str:
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
     return " ".join("".join(parts).split())
+
+
+def _html_words(fragment: str) -> str:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(fragment, "lxml")
+    for tag in soup.find_all(_DROP):
+        tag.decompose()
+    return " ".join(soup.get_text(" ").split())
 
 
 # --- HTML --------------------------------------------------------------------------------
