@@ -7,20 +7,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Iterator, Optional
 
-import httpx
 import uvicorn
 
 from agentmodes.knowledge.base import KnowledgeBase
 from agentmodes.llm.scripted import ScriptedModel
 from agentmodes.server import ServerConfig, create_app
+from agentmodes.server.process import free_port, running_server
 from agentmodes.service import AgentChatService
 from agentmodes.store.chat import ChatStore
 from kb_fixtures import HashingEmbedder
@@ -87,12 +84,6 @@ def make_service(tmp_path: Path, *, script=None, model_factory=None, db: Optiona
     return service
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def live_server(service: AgentChatService, config: Optional[ServerConfig] = None
                 ) -> Iterator[str]:
@@ -119,38 +110,10 @@ def write_script(path: Path, replies=None) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def serve_process(db: Path, kb: Path, script: Path, *, env: Optional[dict] = None,
-                  host: str = "127.0.0.1") -> Iterator[str]:
-    """`agentmodes serve` as a subprocess (what a user runs); yields its base URL."""
-    port = free_port()
-    cmd = [sys.executable, "-c", "from agentmodes.cli.main import run; run()", "serve", "--host", host,
-           "--port", str(port), "--db", str(db), "--kb", str(kb), "--llm", f"scripted:{script}",
-           "--no-access-log"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"serve exited: {proc.stdout.read()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("serve did not come up")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
+def serve_process(db: Path, kb: Path, script: Path, *, env: Optional[dict] = None):
+    """`agentmodes serve` as a subprocess (what a user runs); a context yielding its URL."""
+    return running_server(db, kb=kb, llm=f"scripted:{script}",
+                          env={**os.environ, **(env or {})})
 
 
 def stream_ws(ws, request: dict) -> list[dict]:

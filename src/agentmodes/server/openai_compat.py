@@ -13,7 +13,6 @@ import time
 import uuid
 from typing import Any, Optional
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel

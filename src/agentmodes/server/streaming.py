@@ -1,6 +1,6 @@
 """Drive the service's synchronous event generator from async code, one event at a time.
 
-Each `next()` runs in a worker thread, so a slow LLM never blocks the event loop. When the
+Each `next()` runs in the run's own worker thread, so a slow LLM never blocks the event loop. When the
 consumer stops early (client disconnected, cancel message, task cancelled) the generator is
 closed — in a shielded scope, so a cancellation cannot skip it — which closes the agent's
 stream and its LLM request and lets the service store the partial answer as `cancelled`.
@@ -8,7 +8,9 @@ stream and its LLM request and lets the service store the partial answer as `can
 
 from __future__ import annotations
 
+import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Iterator
 
@@ -28,10 +30,14 @@ async def open_stream(start: Callable[[], Iterator[Event]]) -> Iterator[Event]:
 @asynccontextmanager
 async def events_of(gen: Iterator[Event]) -> AsyncIterator[AsyncIterator[Event]]:
     """`async with events_of(gen) as events: async for e in events: ...` — always closes gen."""
+    loop = asyncio.get_running_loop()
+    # One thread per run: the generator is only ever touched by it (a generator cannot be
+    # closed while another thread is inside it), so the close waits for the step in flight.
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run")
 
     async def iterate() -> AsyncIterator[Event]:
         while True:
-            event = await anyio.to_thread.run_sync(next, gen, _END)
+            event = await loop.run_in_executor(worker, next, gen, _END)
             if event is _END:
                 return
             yield event
@@ -40,7 +46,8 @@ async def events_of(gen: Iterator[Event]) -> AsyncIterator[AsyncIterator[Event]]
         yield iterate()
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(gen.close)
+            await loop.run_in_executor(worker, gen.close)
+        worker.shutdown(wait=False)
 
 
 def sse(data: Any, event: str | None = None) -> str:
