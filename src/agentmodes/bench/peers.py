@@ -126,8 +126,10 @@ def plain_rrf_system(passages: list[str], queries: list[str], vectors: np.ndarra
 
     def query(qi: int) -> list[int]:
         searcher = holder["s"]
-        lexical = searcher.rank(queries[qi], "lexical", RRF_DEPTH).ids
-        dense = searcher.rank(queries[qi], "semantic", RRF_DEPTH).ids
+        lex_ids, lex_scores = searcher.lexical.scores(queries[qi])
+        dense_ids, dense_scores = searcher.dense.scores(embedder.embed_query(queries[qi]))
+        lexical = lex_ids[top_k(lex_scores, RRF_DEPTH)]
+        dense = dense_ids[top_k(dense_scores, RRF_DEPTH)]
         return [int(i) for i, _ in reciprocal_rank_fusion([lexical, dense])[:TOP]]
 
     return System("plain RRF", build, query)

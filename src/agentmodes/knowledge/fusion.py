@@ -54,6 +54,15 @@ def zscores(scores: np.ndarray) -> np.ndarray:
     return (scores - float(scores.mean())) / std
 
 
+def standardise(scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """z-scores of the given rows only (same as zscores(scores)[rows], without the full
+    vector: the lexical and semantic paths need z just for their top hits)."""
+    std = float(scores.std()) if scores.size else 0.0
+    if std <= 1e-12:
+        return np.zeros(len(rows), dtype=np.float32)
+    return ((scores[rows] - float(scores.mean())) / std).astype(np.float32)
+
+
 def zscore_fusion(lexical_z: np.ndarray, dense_z: np.ndarray,
                   alpha: float = DEFAULT_ALPHA) -> np.ndarray:
     """(1 - alpha) * lexical z + alpha * dense z, element-wise over aligned chunks.

@@ -21,7 +21,7 @@ from .analysis import Analyzer, LanguageSetting
 from .confidence import confidences
 from .dense import DenseIndex
 from .embedders import Embedder
-from .fusion import DEFAULT_ALPHA, zscore_fusion, zscores
+from .fusion import DEFAULT_ALPHA, standardise, zscore_fusion, zscores
 from .lexical import LexicalIndex, top_k
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
@@ -99,26 +99,28 @@ class Searcher:
             return Ranking(mode, np.zeros(0, np.int64), np.zeros(0, np.float32), {})
         terms = self.lexical.query_terms(query)
         if mode == "lexical":
-            ids, scores = self.lexical.scores(query)
-            z = zscores(scores)
+            ids, scores = self.lexical.scores(query, terms)
             best = top_k(scores, k + 1)
             best = best[scores[best] > 0]
-            return self._ranking(mode, ids, scores, z, best, k, terms, cosine=None)
+            return self._ranking(mode, ids, scores, standardise(scores, best), best, k, terms,
+                                 None)
         query_vector = self.embedder.embed_query(query)
-        if mode == "semantic":
-            ids, scores = self.dense.scores(query_vector)
-            best = top_k(scores, k + 1)
-            return self._ranking(mode, ids, scores, zscores(scores), best, k, terms, scores)
-        lex_ids, lex_scores = self.lexical.scores(query)
         dense_ids, dense_scores = self.dense.scores(query_vector)
-        positions, known = self._align(lex_ids, dense_ids)
+        if mode == "semantic":
+            best = top_k(dense_scores, k + 1)
+            return self._ranking(mode, dense_ids, dense_scores,
+                                 standardise(dense_scores, best), best, k, terms, dense_scores)
+        lex_ids = self.lexical.row_ids()
+        lex_row = self._align(lex_ids, dense_ids)  # lexical row of each dense row, or -1
+        _, lex_scores = self.lexical.scores(query, terms)
+        known = lex_row >= 0
         dense_z = np.zeros(len(lex_ids), dtype=np.float32)
-        dense_z[positions] = zscores(dense_scores)[known]
+        dense_z[lex_row[known]] = zscores(dense_scores)[known]
         cosine = np.zeros(len(lex_ids), dtype=np.float32)
-        cosine[positions] = dense_scores[known]
+        cosine[lex_row[known]] = dense_scores[known]
         fused = zscore_fusion(zscores(lex_scores), dense_z, self.alpha)
         best = top_k(fused, k + 1)
-        return self._ranking(mode, lex_ids, fused, fused, best, k, terms, cosine)
+        return self._ranking(mode, lex_ids, fused, fused[best], best, k, terms, cosine)
 
     def _require_vectors(self) -> None:
         if self.embedder is None:
@@ -128,31 +130,31 @@ class Searcher:
             raise AgentModesError("semantic search needs embeddings, and none are stored yet: "
                                   "run ingest again to embed, or use --mode lexical")
 
-    def _align(self, lex_ids: np.ndarray, dense_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lexical row of each dense row (cached until either index changes)."""
+    def _align(self, lex_ids: np.ndarray, dense_ids: np.ndarray) -> np.ndarray:
+        """Lexical row of each dense row, -1 where a vector has no text (cached until either
+        index changes: both replace their id arrays on every change)."""
         cached = self._alignment
         if cached is not None and cached[0] is lex_ids and cached[1] is dense_ids:
-            return cached[2], cached[3]
-        sorter = np.argsort(lex_ids, kind="stable")
-        rows = np.clip(np.searchsorted(lex_ids, dense_ids, sorter=sorter), 0, len(lex_ids) - 1)
-        positions = sorter[rows]
-        known = lex_ids[positions] == dense_ids
-        self._alignment = (lex_ids, dense_ids, positions[known], known)
-        return positions[known], known
+            return cached[2]
+        out = np.full(len(dense_ids), -1, dtype=np.int64)
+        if len(lex_ids) and len(dense_ids):
+            sorter = np.argsort(lex_ids, kind="stable")
+            pos = np.searchsorted(lex_ids, dense_ids, sorter=sorter)
+            rows = sorter[np.clip(pos, 0, len(lex_ids) - 1)]
+            out = np.where(lex_ids[rows] == dense_ids, rows, -1)
+        self._alignment = (lex_ids, dense_ids, out)
+        return out
 
-    def _ranking(self, mode: str, ids: np.ndarray, scores: np.ndarray, z: np.ndarray,
-                 best: np.ndarray, k: int, terms: list[str],
-                 cosine: np.ndarray | None) -> Ranking:
-        """Cut to k and compute per-hit features; the (k+1)-th hit only supplies a margin."""
+    def _ranking(self, mode: str, ids: np.ndarray, scores: np.ndarray, z_best: np.ndarray,
+                 best: np.ndarray, k: int, terms: list[str], cosine: np.ndarray | None) -> Ranking:
+        """Cut to k and compute per-hit features; the (k+1)-th hit only supplies a margin.
+
+        z_best holds the z-scores of the `best` rows (in the same order)."""
         shown = best[:k]
-        z_best = z[best].astype(np.float32)
+        z_best = np.asarray(z_best, dtype=np.float32)
         following = np.append(z_best[1:], z_best[-1] if len(z_best) else 0.0)[:len(shown)]
-        features = {
-            "z": z_best[:len(shown)],
-            "margin": z_best[:len(shown)] - following,
-            "coverage": np.array([self.lexical.coverage(terms, int(ids[i])) for i in shown],
-                                 dtype=np.float32),
-        }
+        features = {"z": z_best[:len(shown)], "margin": z_best[:len(shown)] - following,
+                    "coverage": self.lexical.coverage(terms, ids[shown])}
         if cosine is not None:
             features["cosine"] = cosine[shown].astype(np.float32)
         return Ranking(mode, ids[shown].astype(np.int64), scores[shown].astype(np.float32),

@@ -1,0 +1,62 @@
+"""Smoke run of `agentmodes bench retrieval` on a slice of the shared data, fake embedder."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from agentmodes.bench.beir import load_dataset
+from agentmodes.bench.metrics import mrr_at_k, ndcg_at_k, recall_at_k
+from agentmodes.bench.retrieval import run_retrieval
+from agentmodes.cli.main import _register, app
+from search_fakes import HashingEmbedder
+
+SYSTEMS = {"ours lexical", "ours semantic", "ours hybrid", "bm25s+stem", "rank-bm25",
+           "numpy dense", "plain RRF"}
+
+
+def test_metrics_on_a_hand_computed_ranking():
+    relevant = {"a": 2, "b": 1}
+    assert ndcg_at_k(["a", "b"], relevant) == pytest.approx(1.0)
+    # b at rank 1, a at rank 3: DCG = 1 + 2/log2(4) = 2; IDCG = 2 + 1/log2(3)
+    assert ndcg_at_k(["b", "x", "a"], relevant) == pytest.approx(2 / (2 + 1 / 1.5849625))
+    assert recall_at_k(["x", "a"], relevant, 1) == 0.0
+    assert recall_at_k(["x", "a"], relevant, 2) == 0.5
+    assert mrr_at_k(["x", "y", "b"], relevant) == pytest.approx(1 / 3)
+
+
+def test_smoke_run_writes_json_and_markdown(tmp_path):
+    try:
+        load_dataset("xquad-en")
+    except Exception as err:  # the shared data folder is part of the workplace
+        pytest.skip(f"shared data not available: {err}")
+    results = run_retrieval(["xquad-en", "hotpotqa"], HashingEmbedder(), tmp_path / "out",
+                            limit=8, cache_dir=tmp_path / "cache", scale_sizes=[300],
+                            progress=lambda msg: None)
+    data = json.loads((tmp_path / "out" / "retrieval.json").read_text())
+    md = (tmp_path / "out" / "retrieval.md").read_text()
+    for dataset in data["datasets"]:
+        rows = {row["system"]: row for row in dataset["systems"]}
+        assert set(rows) == SYSTEMS
+        for row in rows.values():
+            assert 0.0 <= row["ndcg@10"] <= 1.0 and row["p50_ms"] > 0
+        # Same analysis and BM25 parameters as the bm25s baseline: the same quality.
+        assert rows["ours lexical"]["ndcg@10"] == pytest.approx(rows["bm25s+stem"]["ndcg@10"],
+                                                                abs=0.02)
+        assert rows["ours semantic"]["ndcg@10"] == pytest.approx(rows["numpy dense"]["ndcg@10"])
+    assert data["scale"][0]["chunks"] == 300
+    assert {f["mode"] for f in data["confidence"]["figures"]} == {"lexical", "semantic", "hybrid"}
+    assert "| ours hybrid |" in md and "scale run" in md
+    assert results["ablation"]["rows"]
+    # embeddings were cached: a second run embeds nothing
+    embedder = HashingEmbedder()
+    run_retrieval(["xquad-en"], embedder, None, limit=8, cache_dir=tmp_path / "cache",
+                  progress=lambda msg: None)
+    assert embedder.passage_calls == 0
+
+
+def test_cli_rejects_bad_scale_with_one_line():
+    _register()
+    result = CliRunner().invoke(app, ["bench", "retrieval", "--scale", "ten", "--out", "/tmp/x"])
+    assert result.exit_code != 0
+    assert "--scale" in result.output

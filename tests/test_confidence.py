@@ -1,0 +1,91 @@
+"""Calibrated confidence: range, monotonicity, the fitted model file, the threshold rule."""
+
+import numpy as np
+
+from agentmodes.bench import calibration
+from agentmodes.knowledge.confidence import (FEATURES, confidences, fit_logistic,
+                                             high_confidence_threshold, load_model)
+from agentmodes.knowledge.searcher import Searcher
+from search_fakes import HashingEmbedder
+
+
+def _features(mode, z, margin, coverage, cosine):
+    out = {"z": np.array(z, float), "margin": np.array(margin, float),
+           "coverage": np.array(coverage, float)}
+    if "cosine" in FEATURES[mode]:
+        out["cosine"] = np.array(cosine, float)
+    return out
+
+
+def test_packaged_model_covers_every_mode_with_a_sane_threshold():
+    model = load_model()
+    assert set(model["modes"]) == {"lexical", "semantic", "hybrid"}
+    for mode, entry in model["modes"].items():
+        assert entry["features"] == list(FEATURES[mode])
+        assert len(entry["coef"]) == len(FEATURES[mode]) + 1
+    assert 0.0 < high_confidence_threshold() < 1.0
+
+
+def test_confidence_in_range_and_never_rising_down_the_list():
+    for mode in FEATURES:
+        conf = confidences(mode, _features(mode, [9, 2, 8, 1], [7, -6, 7, 0],
+                                           [1, 0.2, 1, 0], [0.9, 0.7, 0.9, 0.6]))
+        assert np.all((conf >= 0) & (conf <= 1))
+        assert np.all(np.diff(conf) <= 0)
+
+
+def test_a_clear_winner_is_more_confident_than_a_crowd():
+    for mode in FEATURES:
+        clear = confidences(mode, _features(mode, [12], [8], [1.0], [0.92]))[0]
+        crowd = confidences(mode, _features(mode, [1.5], [0.01], [0.2], [0.75]))[0]
+        assert clear > crowd
+        assert clear >= high_confidence_threshold() > crowd
+
+
+def test_confidence_grows_with_the_score():
+    for mode in FEATURES:
+        scores = [confidences(mode, _features(mode, [z], [1.0], [0.5], [0.8]))[0]
+                  for z in (1, 3, 6, 10)]
+        assert scores == sorted(scores)
+
+
+def test_fit_logistic_recovers_a_separating_direction():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=400)
+    y = (x + 0.3 * rng.normal(size=400) > 0).astype(float)
+    coef = fit_logistic(np.column_stack([np.ones(400), x]), y)
+    assert coef[1] > 2.0
+    assert abs(coef[0]) < 1.0
+
+
+def test_threshold_is_the_lowest_with_90_percent_precision_on_every_set():
+    table = calibration.HitTable()
+    model = {"modes": {"lexical": {"coef": [0.0, 1.0, 0.0, 0.0]}}}
+    # top-hit confidence = sigmoid(z); for set A the top hit is wrong only when z is low.
+    zs = np.linspace(-3, 3, 40)
+    for qi, z in enumerate(np.repeat(zs, 2)):
+        relevant = 1.0 if z > -1.0 else 0.0
+        table.add("A", "lexical", qi, {"z": np.array([z]), "margin": np.array([0.0]),
+                                       "coverage": np.array([0.0])}, np.array([relevant]))
+    threshold = calibration.choose_threshold(table, model)
+    conf, good = calibration.top_hit_points(table.rows[("A", "lexical")], "lexical", model)
+    precision, coverage, _ = calibration.precision_coverage(conf, good, threshold, len(conf))
+    assert precision >= 0.9
+    lower = round(threshold - 0.01, 2)
+    if lower >= calibration.THRESHOLDS[0]:
+        even = [r for r in table.rows[("A", "lexical")] if r[0] % 2 == 0]
+        c, g = calibration.top_hit_points(even, "lexical", model)
+        assert calibration.precision_coverage(c, g, lower, len(c))[0] < 0.9
+
+
+def test_search_hits_carry_confidence_from_the_model():
+    embedder = HashingEmbedder()
+    texts = [f"note {i} about topic {i % 7} and colour {i % 5}" for i in range(60)]
+    texts[17] = "the secret password for the staff wifi is printed on the fridge"
+    searcher = Searcher(list(range(60)), texts, embedder.embed_passages(texts), embedder=embedder)
+    for mode in ("lexical", "semantic", "hybrid"):
+        hits = searcher.search("staff wifi password fridge", mode=mode, k=5)
+        assert hits[0].chunk_id == 17
+        assert all(h.confidence < hits[0].confidence for h in hits[1:])
+        vague = searcher.search("note about topic", mode=mode, k=5)
+        assert vague[0].confidence < hits[0].confidence, mode

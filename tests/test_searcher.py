@@ -1,0 +1,93 @@
+"""Searcher: the three modes, incremental updates, partial embeddings, bad input."""
+
+import numpy as np
+import pytest
+
+from agentmodes.errors import AgentModesError, ConfigError
+from agentmodes.knowledge.searcher import Searcher
+from search_fakes import HashingEmbedder
+
+DOCS = {
+    1: "The library opens at nine in the morning and closes at six.",
+    2: "Bicycles can be parked in the yard behind the library building.",
+    3: "The reading room has two hundred seats and free wireless internet.",
+    4: "Membership cards are issued at the front desk for a small fee.",
+}
+
+
+def make(embed: bool = True, **kwargs) -> tuple[Searcher, HashingEmbedder]:
+    embedder = HashingEmbedder()
+    ids, texts = list(DOCS), list(DOCS.values())
+    vectors = embedder.embed_passages(texts) if embed else None
+    return Searcher(ids, texts, vectors, embedder=embedder, **kwargs), embedder
+
+
+@pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
+def test_each_mode_finds_the_matching_chunk(mode):
+    searcher, _ = make()
+    hits = searcher.search("where can I park my bicycle", mode=mode, k=3)
+    assert hits[0].chunk_id == 2
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(0.0 <= h.confidence <= 1.0 for h in hits)
+    assert len(hits) <= 3
+
+
+def test_add_and_remove_change_results():
+    searcher, embedder = make()
+    searcher.add([5], ["Parking for cars is in the garage on Mill Street."])
+    assert 5 in [h.chunk_id for h in searcher.search("garage parking", mode="lexical", k=2)]
+    searcher.remove([5, 2])
+    ids = [h.chunk_id for h in searcher.search("parking garage bicycle", mode="hybrid", k=4)]
+    assert 5 not in ids and 2 not in ids
+    assert len(searcher) == 3
+
+
+def test_replacing_a_chunk_reindexes_its_text():
+    searcher, _ = make()
+    searcher.add([3], ["Opening hours on Sunday are from noon to four."])
+    assert searcher.search("reading room seats", mode="lexical", k=4) == [] or \
+        3 not in [h.chunk_id for h in searcher.search("reading room seats", mode="lexical", k=4)]
+    assert searcher.search("Sunday", mode="lexical", k=1)[0].chunk_id == 3
+
+
+def test_hybrid_uses_the_vectors_that_exist():
+    embedder = HashingEmbedder()
+    ids, texts = list(DOCS), list(DOCS.values())
+    # Only chunks 1 and 3 are embedded so far; chunk 2 must still be found by its words.
+    searcher = Searcher(ids, texts, embedder.embed_passages([texts[0], texts[2]]),
+                        vector_ids=[1, 3], embedder=embedder)
+    assert searcher.search("bicycles parked in the yard", mode="hybrid", k=2)[0].chunk_id == 2
+    assert {h.chunk_id for h in searcher.search("bicycles", mode="semantic", k=4)} <= {1, 3}
+    searcher.add_vectors([2], embedder.embed_passages([texts[1]]))
+    assert 2 in {h.chunk_id for h in searcher.search("bicycles yard", mode="semantic", k=4)}
+
+
+def test_semantic_without_embedder_or_vectors_is_a_clear_error():
+    searcher, _ = make(embed=False)
+    with pytest.raises(AgentModesError, match="embeddings"):
+        searcher.search("library", mode="semantic")
+    plain = Searcher(list(DOCS), list(DOCS.values()))
+    with pytest.raises(AgentModesError, match="embedder"):
+        plain.search("library", mode="semantic")
+    # hybrid with nothing embedded still answers from the words
+    assert plain.search("membership cards", mode="hybrid", k=1)[0].chunk_id == 4
+
+
+def test_bad_queries_and_modes():
+    searcher, _ = make()
+    with pytest.raises(AgentModesError, match="empty query"):
+        searcher.search("   ", mode="lexical")
+    with pytest.raises(ConfigError):
+        searcher.search("library", mode="fuzzy")
+    assert searcher.search("zebra xylophone", mode="lexical") == []
+    assert Searcher([], []).search("library", mode="lexical") == []
+
+
+def test_dense_replaces_vectors_and_rejects_wrong_dimensions():
+    searcher, embedder = make()
+    with pytest.raises(ValueError):
+        searcher.add_vectors([1], np.ones((1, 3), dtype=np.float32))
+    # Give chunk 4 the vector of the bicycle text: semantic search now ranks it first.
+    searcher.add_vectors([4], embedder.embed_passages([DOCS[2]]))
+    top = searcher.search(DOCS[2], mode="semantic", k=2)
+    assert {h.chunk_id for h in top} == {2, 4}
