@@ -47,6 +47,12 @@ def test_stops_when_the_reviewer_passes():
     # The reviewer is an independent role with a focus, not the author.
     review_prompt = llm.prompts[1][-1]["content"]
     assert "independent" in review_prompt and "efficiency" in review_prompt
+    assert "Earlier rounds" not in review_prompt
+    # The second review sees the earlier round (memory trajectory) to check the fix.
+    second_review = llm.prompts[3][-1]["content"]
+    assert "Earlier rounds" in second_review and "Previous attempt" in second_review
+    assert "range(2, int(k ** 0.5)" in second_review and "sieve of Eratosthenes" in second_review
+    assert second_review.index("Earlier rounds") < second_review.index("is_p[i*i::i]")
 
 
 def test_stops_at_the_iteration_limit_and_keeps_the_last_refinement():
@@ -162,6 +168,8 @@ def test_memory_renders_the_trajectory():
     memory.add_record("reflection", "too slow")
     memory.add_record("execution", "v2")
     assert memory.get_last_execution() == "v2"
+    assert memory.get_trajectory(1, before=2) == "--- Reviewer feedback ---\ntoo slow"
+    assert memory.get_trajectory(0) == ""
     text = memory.get_trajectory()
     assert text.index("v1") < text.index("too slow") < text.index("v2")
     assert "--- Reviewer feedback ---\ntoo slow" in text

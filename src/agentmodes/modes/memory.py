@@ -44,9 +44,12 @@ class Memory:
         self.records.append(record)
         return record
 
-    def get_trajectory(self, last: Optional[int] = None) -> str:
-        """All records (or the last `last`) as prompt text, each under its label."""
-        records = self.records if last is None else self.records[-last:]
+    def get_trajectory(self, last: Optional[int] = None, *, before: Optional[int] = None) -> str:
+        """The records as prompt text, each under its label: all of them, or the last `last`
+        of those before index `before` (e.g. the rounds preceding the attempt under review)."""
+        records = self.records if before is None else self.records[:before]
+        if last is not None:
+            records = records[-last:] if last > 0 else []
         return "\n\n".join(f"{self.labels[r.type]}\n{r.content.strip()}" for r in records)
 
     def get_last_execution(self) -> Optional[str]:

@@ -30,6 +30,7 @@ from .memory import Memory
 from .self_correction import (Attempt, complete, extract_code, prompt, resolve_language,
                               sources_as_dicts)
 
+HISTORY_RECORDS = 4     # earlier records the reviewer sees: about the last two rounds
 DEFAULT_FOCUS = "factual errors, logic gaps, missed edge cases, and efficiency"
 CODE_FOCUS = "correctness, edge cases, and algorithmic efficiency (time complexity)"
 
@@ -104,14 +105,18 @@ class Reviewer:
         self.llm, self.kind, self.language, self.max_tokens = llm, kind, language, max_tokens
         self.focus = focus or (CODE_FOCUS if kind == "code" else DEFAULT_FOCUS)
 
-    def review(self, task: str, attempt: Attempt, evaluation: Optional[Evaluation] = None
-               ) -> tuple[Verdict, Usage]:
+    def review(self, task: str, attempt: Attempt, evaluation: Optional[Evaluation] = None,
+               history: str = "") -> tuple[Verdict, Usage]:
+        """Critique one attempt; `history` (earlier attempts and critiques) lets the reviewer
+        check that old issues were fixed instead of raising them again."""
         lang = resolve_language(self.language, task)
         body = f"```python\n{attempt.output.strip()}\n```" if self.kind == "code" else attempt.output
         context = prompt("context", lang, sources=attempt.context) if attempt.context else ""
         tests = prompt("evaluation", lang, feedback=evaluation.feedback) if evaluation else ""
+        earlier = prompt("history", lang, trajectory=history) if history.strip() else ""
         reply = complete(self.llm, prompt("review", lang, focus=self.focus, task=task.strip(),
-                                          context=context, attempt=body, evaluation=tests),
+                                          context=context, history=earlier, attempt=body,
+                                          evaluation=tests),
                          max_tokens=self.max_tokens, grammar=VERDICT_GRAMMAR)
         return parse_verdict(reply.text), reply.usage
 
@@ -181,6 +186,7 @@ class Reflection:
             yield status("error", message=f"the draft failed: {err}")
             raise
         total += attempt.usage
+        current = len(memory.records)          # index of the attempt under review
         memory.add_record("execution", attempt.output, iteration=0)
         yield status("draft", iteration=0, content=attempt.output,
                      sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
@@ -191,7 +197,9 @@ class Reflection:
                 memory.add_record("evaluation", evaluation.feedback, iteration=i - 1)
                 yield status("evaluation", iteration=i - 1, **evaluation.as_dict())
             try:
-                verdict, review_usage = self.reviewer.review(task, attempt, evaluation)
+                verdict, review_usage = self.reviewer.review(
+                    task, attempt, evaluation,
+                    memory.get_trajectory(HISTORY_RECORDS, before=current))
             except AgentModesError as err:
                 yield status("error", message=f"the critique failed: {err}")
                 stop_reason = "error"
@@ -216,6 +224,7 @@ class Reflection:
                 break
             total += attempt.usage
             iterations = i
+            current = len(memory.records)
             memory.add_record("execution", attempt.output, iteration=i)
             yield status("refinement", iteration=i, content=attempt.output,
                          usage=attempt.usage.as_dict())
