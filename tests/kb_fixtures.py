@@ -71,15 +71,20 @@ PDF_TEXT = ("Photosynthesis converts light energy into chemical energy. "
             "Chlorophyll absorbs mostly blue and red light.")
 
 
-def write_pdf(path: Path, text: str = PDF_TEXT, title: str = "Plant Biology") -> Path:
+def write_pdf(path: Path, text: str = PDF_TEXT, title: str = "Plant Biology",
+              bookmarks: bool = False) -> Path:
     from fpdf import FPDF
 
     pdf = FPDF()
     pdf.set_title(title)
     pdf.add_page()
     pdf.set_font("Helvetica", size=12)
+    if bookmarks:
+        pdf.start_section("Light reactions")
     pdf.multi_cell(0, 8, text)
     pdf.add_page()
+    if bookmarks:
+        pdf.start_section("Dark reactions", level=1)
     pdf.multi_cell(0, 8, "Second page about the Calvin cycle and carbon fixation.")
     pdf.output(str(path))
     return path

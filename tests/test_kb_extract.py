@@ -51,6 +51,14 @@ def test_pdf_text_per_page_with_metadata_title(tmp_path):
     assert any("Calvin cycle" in b.text and b.heading_path == ["Page 2"] for b in doc.blocks)
 
 
+def test_pdf_bookmarks_become_the_heading_path(tmp_path):
+    doc = _extract(write_pdf(tmp_path / "plants.pdf", bookmarks=True))
+    first = next(b for b in doc.blocks if "Photosynthesis" in b.text)
+    second = next(b for b in doc.blocks if "Calvin cycle" in b.text)
+    assert first.heading_path == ["Light reactions", "Page 1"]
+    assert second.heading_path == ["Light reactions", "Dark reactions", "Page 2"]
+
+
 def test_non_utf8_text_is_decoded_by_detected_charset(tmp_path):
     path = tmp_path / "alt.txt"
     text = ("Die Öffnungszeiten der Behörde in Köln: Montag bis Freitag. Grüße an alle, "

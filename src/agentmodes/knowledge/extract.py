@@ -260,7 +260,9 @@ def _extract_html(path: Path, text: str) -> Extracted:
 # --- PDF ---------------------------------------------------------------------------------
 
 def _extract_pdf(path: Path, data: bytes) -> Extracted:
-    """Text per page with pypdf; the page number becomes the heading path for citations.
+    """Text per page with pypdf. The heading path is the PDF's bookmark (outline) in effect
+    on that page, if it has bookmarks, then "Page N" for citations. (A page where a new
+    bookmark starts is filed under that bookmark as a whole: pypdf gives no text position.)
 
     A broken or encrypted PDF is a skip with a reason, never a crash: pypdf raises many
     different exception types on damaged files, so every failure is caught here.
@@ -270,7 +272,7 @@ def _extract_pdf(path: Path, data: bytes) -> Extracted:
     from pypdf import PdfReader
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # damaged files log noisily
-    if not data.lstrip().startswith(b"%PDF"):
+    if b"%PDF" not in data[:1024]:
         raise UnreadableFile("not a PDF file (no %PDF header)")
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -279,13 +281,41 @@ def _extract_pdf(path: Path, data: bytes) -> Extracted:
         title = ""
         if reader.metadata is not None and reader.metadata.title:
             title = str(reader.metadata.title).strip()
+        starts = _bookmarks_by_page(reader)
         blocks = []
-        for number, page in enumerate(reader.pages, start=1):
+        section: list[str] = []
+        for index, page in enumerate(reader.pages):
+            section = starts.get(index, section)
             for paragraph in _paragraphs(page.extract_text() or ""):
-                blocks.append(Block(paragraph, [f"Page {number}"]))
+                blocks.append(Block(paragraph, [*section, f"Page {index + 1}"]))
     except UnreadableFile:
         raise
     except Exception as err:  # noqa: BLE001 - see docstring
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UnreadableFile(f"damaged PDF: {detail[:160]}") from None
     return Extracted(title or path.stem, blocks)
+
+
+def _bookmarks_by_page(reader) -> dict[int, list[str]]:
+    """0-based page -> bookmark path of the last bookmark that starts on it."""
+    starts: dict[int, list[str]] = {}
+
+    def walk(items: list, parents: list[str]) -> None:
+        last: str | None = None
+        for item in items:
+            if isinstance(item, list):  # children of the previous bookmark
+                walk(item, parents + [last] if last else parents)
+                continue
+            last = str(getattr(item, "title", "") or "").strip() or None
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:  # noqa: BLE001 - a broken bookmark only loses its heading
+                continue
+            if last and page is not None and page >= 0:
+                starts[page] = parents + [last]
+
+    try:
+        walk(list(reader.outline), [])
+    except Exception:  # noqa: BLE001 - a broken outline must not lose the text
+        return {}
+    return starts
