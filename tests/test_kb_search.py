@@ -98,3 +98,34 @@ def test_index_follows_changes_incrementally(tmp_path, monkeypatch):
         hits = kb.search("glaciers carve valleys", mode="semantic", k=1)
         assert hits[0].title == "Glaciers"
         assert added == [[hits[0].chunk_id]] and report.chunks_added == 1  # only the new chunk
+
+
+def test_searches_from_other_threads_during_an_ingest(tmp_path):
+    import threading
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"doc{i:02}.md").write_text(f"# Harbour {i}\n\nFerry number {i} leaves pier {i}.")
+    errors: list[BaseException] = []
+    seen_counts: list[int] = []
+    with KnowledgeBase.open(tmp_path / "kb.db", embedder=HashingEmbedder()) as kb:
+        done = threading.Event()
+
+        def search_loop() -> None:
+            try:
+                while not done.is_set():
+                    seen_counts.append(len(kb.search("ferry pier", mode="hybrid", k=100)))
+            except BaseException as err:  # noqa: BLE001 - reported by the assertion below
+                errors.append(err)
+
+        readers = [threading.Thread(target=search_loop) for _ in range(2)]
+        for thread in readers:
+            thread.start()
+        kb.ingest(folder)
+        done.set()
+        for thread in readers:
+            thread.join()
+        assert errors == []
+        assert seen_counts and max(seen_counts) <= 40
+        assert len(kb.search("ferry pier", mode="hybrid", k=100)) == 40

@@ -43,11 +43,15 @@ def _env_seconds(name: str, default: float) -> float:
 
 
 class KnowledgeBase:
-    def __init__(self, store: Store, embedder: Embedder | None, embedder_spec: str | None,
-                 chunking: ChunkingOptions, language: str) -> None:
+    """Documents, chunks and vectors in one SQLite file, searchable three ways.
+
+    Thread-safe: the server's ingest jobs and searches may share one instance.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder | None, chunking: ChunkingOptions,
+                 language: str) -> None:
         self._store = store
         self._embedder = embedder
-        self._embedder_spec = embedder_spec
         self.chunking = chunking
         self.language = language
         self._lock = threading.RLock()
@@ -75,7 +79,7 @@ class KnowledgeBase:
         store = Store(Path(path).expanduser(), create=create, busy_timeout=busy_timeout)
         spec = embedder if isinstance(embedder, str) else None
         instance = embedder if embedder is not None and not isinstance(embedder, str) else None
-        kb = cls(store, instance, spec, ChunkingOptions(chunk_size, chunk_overlap), language)
+        kb = cls(store, instance, ChunkingOptions(chunk_size, chunk_overlap), language)
         try:
             if reindex:
                 new = kb._load_embedder(spec) if instance is None else instance
