@@ -52,3 +52,37 @@ def statuses(events) -> list[str]:
 def done_of(events) -> dict:
     assert events[-1].get("done") is True
     return events[-1]
+
+
+def check_well_formed(events) -> None:
+    """The grammar of an event stream, whatever the model said: starting first, done last,
+    each iteration opened by its start status, every action answered by an observation (or
+    ending the run), answer deltas only after final_answer, usage after every LLM call."""
+    from agentmodes.events import STATUSES
+
+    assert events[0]["status"] == "starting" and events[-1].get("done") is True
+    assert sum(1 for e in events if e.get("done")) == 1
+    done = events[-1]
+    assert done["full_response"].strip() and isinstance(done["sources"], list) and done["goal"]
+    seen_final = False
+    pending_action = None
+    for prev, e in zip(events, events[1:]):
+        if e.get("done"):
+            break
+        if "status" not in e:
+            assert seen_final, "answer delta before final_answer"
+            continue
+        status = e["status"]
+        assert status in STATUSES, status
+        if prev.get("status") == "iteration":
+            assert status in ("reflecting", "getting_action"), status
+        if status == "action":
+            pending_action = e
+        elif status in ("observation", "final_answer", "repeated_action", "error"):
+            pending_action = None
+        elif status == "iteration":
+            assert pending_action is None, f"action without observation: {pending_action}"
+        if status == "final_answer":
+            seen_final = True
+    assert seen_final
+    assert sum(1 for e in events if e.get("status") == "final_answer") == 1

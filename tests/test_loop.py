@@ -7,14 +7,16 @@ from agentmodes.events import STATUSES
 from agentmodes.llm.scripted import ScriptedModel
 from agentmodes.tools.base import ToolResult
 
-from agent_fakes import FakeKB, done_of, make_agent, statuses
+from agent_fakes import FakeKB, check_well_formed, done_of, make_agent, statuses
 
 Q = "Wann hat die DG Agentur geöffnet?"
 SEARCH = 'REFLECTION: Ich suche.\nACTION: rag_search("{}")'
 
 
 def run(agent, question=Q, history=None):
-    return list(agent.stream(question, history))
+    events = list(agent.stream(question, history))
+    check_well_formed(events)
+    return events
 
 
 def test_iterations_stop_at_the_budget_then_max_iterations_reached_and_an_answer():

@@ -4,7 +4,7 @@ import json
 
 from agentmodes.llm.scripted import ScriptedModel
 
-from agent_fakes import done_of, make_agent, statuses
+from agent_fakes import check_well_formed, done_of, make_agent, statuses
 from test_parsing import SEED_REFLACT_1, SEED_REFLACT_2, SEED_REFLACT_3
 
 
@@ -24,6 +24,7 @@ def test_act_text_protocol_search_then_respond():
                                'ACTION: respond("Die Öffnungszeiten sind Mo-Fr 9-18 Uhr. [1]")'],
                               agent_mode="act")
     events = list(agent.stream("Was sind die Öffnungszeiten?"))
+    check_well_formed(events)
     assert compact(events) == [
         "starting", "iteration", "getting_action", "action_delta", "action", "observation",
         "iteration", "getting_action", "action_delta", "action", "final_answer", "delta", "done"]
@@ -73,6 +74,7 @@ def test_react_thought_action_observation_final_answer_in_english():
                                "THOUGHT: The contact page has them.\nFINAL ANSWER: Mon-Fri 9-18 [1]"],
                               agent_mode="react")
     events = list(agent.stream("When is the agency open?"))
+    check_well_formed(events)
     assert compact(events) == [
         "starting", "iteration", "getting_action", "thought_delta", "action_delta", "thought",
         "action", "observation", "iteration", "getting_action", "thought_delta", "thought",
@@ -103,6 +105,7 @@ def test_reflact_seed_trace_end_to_end():
     agent, model = make_agent([SEED_REFLACT_1, SEED_REFLACT_2, SEED_REFLACT_3],
                               agent_mode="reflact")
     events = list(agent.stream(SEED_QUESTION))
+    check_well_formed(events)
     assert compact(events) == [
         "starting",
         "iteration", "reflecting", "reflection_delta", "action_delta", "reflection", "action",
@@ -113,9 +116,15 @@ def test_reflact_seed_trace_end_to_end():
         "done"]
     iterations = [e for e in events if e.get("status") == "iteration"]
     assert all(e["goal"] == SEED_QUESTION for e in iterations)
-    reflections = [e["reflection"] for e in events if e.get("status") == "reflection"]
+    reflections = [e for e in events if e.get("status") == "reflection"]
     for part in ("Aktueller Zustand", "Letzte Entdeckung", "Ziel-Relation"):
-        assert all(part in r for r in reflections)
+        assert all(part in r["reflection"] for r in reflections)
+    assert reflections[0]["parts"] == {
+        "state": "Der Benutzer fragt nach Öffnungszeiten UND Kontaktdaten. Ich habe noch "
+                 "keine Informationen.",
+        "discovery": "(Keine - Start der Aufgabe)",
+        "goal_relation": "Ich brauche beide Informationen. Zuerst suche ich nach Öffnungszeiten."}
+    assert reflections[2]["parts"]["goal_relation"] == "ZIEL ERREICHT - Alle Informationen vollständig."
     done = done_of(events)
     assert done["goal"] == SEED_QUESTION
     assert done["full_response"].startswith("Die DG Agentur hat Montag bis Freitag")
@@ -123,6 +132,14 @@ def test_reflact_seed_trace_end_to_end():
     # the model's invented observations never reached the conversation
     assert all("OBSERVATION:\n  [1] Kontakt: Mo-Fr" not in m["content"]
                for m in model.calls[2]["messages"] if m["role"] == "assistant")
+
+
+def test_reflection_parts_in_english_and_unlabelled():
+    from agentmodes.modes.reflact import reflection_parts
+    assert reflection_parts("1. Current state: I know the hours.\n2. Last discovery: [1] has "
+                            "them.\n3. Relation to the goal: reached.") == {
+        "state": "I know the hours.", "discovery": "[1] has them.", "goal_relation": "reached."}
+    assert reflection_parts("Aktuell weiß ich nichts. Die letzte Suche ergab nichts.") == {}
 
 
 def test_reflact_reads_thought_as_reflection():

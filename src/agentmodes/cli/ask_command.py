@@ -112,7 +112,9 @@ class TraceView:
         elif status == "iteration":
             err.rule(f"Iteration {e['iteration']}/{e['max']}", style="dim")
         elif status == "action":
-            err.print(f"[yellow]ACTION:[/] {e['action']}({json.dumps(e['param'], ensure_ascii=False)})")
+            note = " [dim](answer without sources: searching first)[/]" if e.get("forced") else ""
+            err.print(f"[yellow]ACTION:[/] {e['action']}("
+                      f"{json.dumps(e['param'], ensure_ascii=False)}){note}")
         elif status == "observation":
             lines = e["result_preview"].splitlines()
             preview = "\n  ".join(lines[:4]) + ("\n  ..." if len(lines) > 4 else "")

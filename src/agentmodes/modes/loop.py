@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from .. import prompts
 from ..errors import LLMError
@@ -52,6 +52,8 @@ class ModeSpec:
     # An answer before any search (and without conversation history) is ungrounded: search
     # the question first. Small models otherwise "answer" a document question from nothing.
     search_first: bool = False
+    # Splits a reasoning text into named parts for its event (ReflAct's three parts).
+    reasoning_parts: Optional[Callable[[str], dict]] = None
 
 
 def default_threshold() -> float:
@@ -133,8 +135,11 @@ class Episode:
             if step.goal:
                 self.goal = step.goal
             if step.reasoning and spec.reasoning:
-                yield {"status": spec.reasoning, spec.reasoning: step.reasoning,
-                       "iteration": it, "usage": usage}
+                event = {"status": spec.reasoning, spec.reasoning: step.reasoning,
+                         "iteration": it, "usage": usage}
+                if spec.reasoning_parts and (parts := spec.reasoning_parts(step.reasoning)):
+                    event["parts"] = parts
+                yield event
             action = step.action
             if step.error is not None:
                 if not fed_back:
