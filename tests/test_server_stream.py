@@ -149,3 +149,30 @@ def test_sse_client_disconnect_cancels_the_run(tmp_path):
     assert message.status == "cancelled"
     assert models[0].closed_early.is_set()
     service.close()
+
+
+def test_reflection_pass_refines_the_answer_and_is_stored(tmp_path):
+    refined = "Montag bis Freitag 9 bis 18 Uhr, samstags nach Vereinbarung [1]."
+    script = REFLACT_SCRIPT + ['{"issues": ["Der Samstag fehlt."], "verdict": "revise"}',
+                               refined]
+    service = make_service(tmp_path, script=script)
+    with TestClient(create_app(service, ServerConfig())) as client:
+        with client.websocket_connect("/api/ws") as ws:
+            events = stream_ws(ws, {"message": "Wann hat die DG Agentur geöffnet?",
+                                    "reflect": 1})
+        critique = next(e for e in events if e.get("status") == "critique")
+        assert critique["round"] == 1 and critique["verdict"] == "revise"
+        assert "Samstag fehlt" in critique["content"]
+        assert any(e.get("status") == "refinement" for e in events)
+        done = events[-1]
+        assert done["full_response"] == refined
+        assert done["reflection"] == {"rounds": 1, "stop_reason": "max_iterations",
+                                      "draft": ANSWER}
+        assert done["usage"]["calls"] == 4          # two agent steps, critique, refinement
+        message = service.store.get_message(done["message_id"])
+        assert message.content == refined and message.usage["calls"] == 4
+        assert "critique" in [e["status"] for e in message.agent_trace["events"]]
+        assert message.agent_trace["iterations"] == 2          # the mode's, not the review's
+        too_many = client.post("/api/chat", json={"message": "x", "reflect": 9})
+        assert too_many.status_code == 422
+    service.close()

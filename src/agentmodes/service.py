@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from .chat_trace import TraceRecorder
 from .errors import AgentModesError, ConfigError
 from .events import Event
+from .review_pass import review_answer
 from .settings import ChatbotSettings
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
                          IngestJob, StoredMessage)
@@ -31,6 +32,7 @@ LLMFactory = Callable[[], Any]
 AgentFactory = Callable[..., Any]        # (llm=, knowledge=, settings=) -> agent with .stream
 KBOpener = Callable[[str], Any]          # path -> KnowledgeBase
 SECRET_SETTINGS = ("tavily_api_key",)
+MAX_REFLECTION_ROUNDS = 3
 
 
 def _default_agent_factory(**kwargs: Any) -> Any:
@@ -186,14 +188,17 @@ class AgentChatService:
         return settings
 
     def stream(self, chatbot: str, query: str, *, conversation_id: Optional[str] = None,
-               mode: Optional[str] = None, history: Optional[list[dict]] = None
-               ) -> Iterator[Event]:
+               mode: Optional[str] = None, history: Optional[list[dict]] = None,
+               reflect: int = 0) -> Iterator[Event]:
         """Run one question and yield its events; the answer is stored before `done` is yielded.
 
         Closing the generator early (client gone) closes the agent's stream — and with it
         the LLM request — and stores the partial answer as `cancelled`. `history` overrides
-        the stored conversation (the OpenAI-compatible API sends its own).
+        the stored conversation (the OpenAI-compatible API sends its own). `reflect` > 0
+        adds that many Reflection rounds (critique, refine) over the mode's answer.
         """
+        if not 0 <= reflect <= MAX_REFLECTION_ROUNDS:
+            raise ConfigError(f"reflect takes 0 to {MAX_REFLECTION_ROUNDS} rounds, not {reflect}")
         query = (query or "").strip()
         if not query:
             raise ConfigError("the question is empty")
@@ -209,19 +214,28 @@ class AgentChatService:
         if history is None:
             history = self.history(conv.id)
         self.store.add_message(conv.id, "user", query)
-        return self._run(bot, settings, conv, query, history)
+        return self._run(bot, settings, conv, query, history, reflect)
 
     def _run(self, bot: Chatbot, settings: ChatbotSettings, conv: Conversation, query: str,
-             history: list[dict]) -> Iterator[Event]:
+             history: list[dict], reflect: int) -> Iterator[Event]:
         recorder = TraceRecorder(settings.agent_mode)
         events: Optional[Iterator[Event]] = None
         outcome, error = "cancelled", None
         stored: Optional[StoredMessage] = None
         try:
-            agent = self.agent_factory(llm=self.llm_factory(), knowledge=self.knowledge(bot),
+            llm = self.llm_factory()
+            agent = self.agent_factory(llm=llm, knowledge=self.knowledge(bot),
                                        settings=settings)
             events = agent.stream(query, history=history)
             for event in events:
+                if event.get("done") and reflect:
+                    for step in review_answer(llm, query, event, rounds=reflect,
+                                              language=settings.language):
+                        if step.get("done"):
+                            event = step
+                            break
+                        recorder.add(step)
+                        yield step
                 recorder.add(event)
                 if event.get("done"):
                     stored = self._save(conv, recorder, "complete")

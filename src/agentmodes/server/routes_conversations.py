@@ -50,5 +50,5 @@ async def chat(body: ChatRequest, request: Request) -> dict:
     service = _service(request)
     message = await anyio.to_thread.run_sync(
         lambda: service.ask(body.chatbot, body.message, conversation_id=body.conversation_id,
-                            mode=body.mode))
+                            mode=body.mode, reflect=body.reflect))
     return message_json(message)

@@ -2,7 +2,8 @@
 
 WebSocket protocol (JSON text frames):
   client -> {"chatbot": "default", "message": "...", "conversation_id"?: "...", "mode"?: "react",
-             "token"?: "<api key>"}     (token only needed once, when no Authorization header)
+             "reflect"?: 1, "token"?: "<api key>"}
+            (token only once per socket, and only without an Authorization header)
   client -> {"type": "cancel"}         stops the current answer (stored as `cancelled`);
                                        the server confirms with {"cancelled": true}
   server -> every event of the run, the last being {"done": true, ..., "conversation_id",
@@ -36,7 +37,8 @@ async def chat_sse(body: ChatRequest, request: Request) -> StreamingResponse:
     """The same events as the WebSocket, as text/event-stream (one `data:` JSON per event)."""
     service: AgentChatService = request.app.state.service
     gen = await open_stream(lambda: service.stream(
-        body.chatbot, body.message, conversation_id=body.conversation_id, mode=body.mode))
+        body.chatbot, body.message, conversation_id=body.conversation_id, mode=body.mode,
+        reflect=body.reflect))
 
     async def frames():
         async with events_of(gen) as events:
@@ -120,7 +122,7 @@ async def _answer(session: _Session, service: AgentChatService, request: ChatReq
     try:
         gen = await open_stream(lambda: service.stream(
             request.chatbot, request.message, conversation_id=request.conversation_id,
-            mode=request.mode))
+            mode=request.mode, reflect=request.reflect))
     except AgentModesError as err:
         await session.send({"status": "error", "message": str(err), "fatal": True})
         return

@@ -36,6 +36,8 @@ class ChatRequest(BaseModel):
     message: str = Field(min_length=1, max_length=20_000)
     conversation_id: Optional[str] = None
     mode: Optional[Mode] = None
+    # Reflection rounds (critique, refine) over the mode's answer; 0 = none.
+    reflect: int = Field(0, ge=0, le=3)
 
 
 def chatbot_json(bot: Chatbot) -> dict[str, Any]:

@@ -35,12 +35,14 @@ class Trace {
   constructor(container) { this.container = container; this.blocks = {}; this.current = 0; }
 
   block(iteration) {
-    const n = iteration || this.current || 0;
-    this.current = Math.max(this.current, n);
+    // Step-mode iterations are numbers; Reflection rounds are keys like "round 1".
+    const n = typeof iteration === "string" ? iteration : (iteration || this.current || 0);
+    if (typeof n === "number") this.current = Math.max(this.current, n);
     if (!this.blocks[n]) {
       const details = el("details");
       details.open = true;
-      details.append(el("summary", null, n ? "Iteration " + n : "Run"));
+      const title = typeof n === "string" ? "Reflection " + n : (n ? "Iteration " + n : "Run");
+      details.append(el("summary", null, title));
       this.container.append(details);
       this.blocks[n] = { details, rows: {} };
     }
@@ -63,6 +65,12 @@ class Trace {
   apply(event) {
     const s = event.status, it = event.iteration;
     if (!s) return;
+    if (event.round !== undefined && ["critique", "refinement", "evaluation"].includes(s)) {
+      const label = s === "critique" ? `Critique (${event.verdict || "?"})` : s[0].toUpperCase() + s.slice(1);
+      this.row("round " + event.round, s === "critique" ? "thought" : "reflection", label)
+        .textContent = event.content || event.feedback || "";
+      return;
+    }
     if (s === "iteration") { this.block(it); return; }
     if (s === "reflection_delta" || s === "thought_delta") {
       const kind = s.replace("_delta", "");
@@ -186,6 +194,7 @@ async function ask(question) {
     const request = { chatbot: state.chatbot, message: question };
     if (state.conversation) request.conversation_id = state.conversation;
     if ($("mode").value) request.mode = $("mode").value;
+    if (Number($("reflect").value)) request.reflect = Number($("reflect").value);
     if (!state.authSent && apiKey()) { request.token = apiKey(); state.authSent = true; }
     ws.send(JSON.stringify(request));
   } catch (err) {
