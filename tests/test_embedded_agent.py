@@ -30,9 +30,7 @@ def kb(tmp_path_factory):
 def llm():
     pytest.importorskip("llama_cpp")
     from agentmodes.llm.registry import load_llm
-    model = load_llm(None)
-    yield model
-    model.close()
+    return load_llm(None)       # cached per process and shared: not closed here
 
 
 @pytest.mark.parametrize("mode", ["act", "react", "reflact"])

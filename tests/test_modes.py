@@ -61,6 +61,19 @@ def test_act_native_tool_calls_when_the_backend_supports_them():
     assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
 
 
+def test_act_native_repeated_tool_call_still_gets_its_tool_message():
+    call = [{"name": "rag_search", "arguments": json.dumps({"query": "Öffnungszeiten"})}]
+    agent, model = make_agent([call, call, call, "Mo-Fr [1]"], agent_mode="act",
+                              supports_tools=True)
+    events = list(agent.stream("Was sind die Öffnungszeiten?"))
+    assert "repeated_action" in statuses(events)
+    final = model.calls[-1]["messages"]
+    calls = [m["tool_calls"][0]["id"] for m in final if m.get("tool_calls")]
+    answered = [m["tool_call_id"] for m in final if m["role"] == "tool"]
+    assert calls == answered and len(calls) == 3
+    assert done_of(events)["full_response"] == "Mo-Fr [1]"
+
+
 def test_act_native_backend_answering_in_plain_text_ends_the_run():
     agent, _ = make_agent(["Die Öffnungszeiten finden Sie auf der Kontaktseite."],
                           agent_mode="act", supports_tools=True)

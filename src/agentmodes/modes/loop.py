@@ -174,6 +174,9 @@ class Episode:
             repeats = repeats + 1 if key == last_key else 1
             last_key = key
             if repeats >= REPEAT_LIMIT:
+                if call_id is not None:         # a tool call must get its tool message
+                    self._observe(f"{action.name} was not run again: the same call was made "
+                                  f"{repeats} times in a row.", call_id)
                 yield {"status": "repeated_action", "iteration": it, "action": action.name,
                        "param": action.argument, "count": repeats, "usage": usage}
                 reason = "repeated_action"
