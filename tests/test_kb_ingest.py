@@ -208,3 +208,19 @@ def test_embedder_crash_keeps_the_text_and_says_how_to_finish(tmp_path, corpus):
             kb.ingest(corpus)
         assert kb.stats()["documents"] == 4
         assert kb.search("volcano", mode="lexical")[0].title == "Volcano Guide"
+
+
+def test_kb_remembers_its_chunking(tmp_path, corpus):
+    with _open(tmp_path, chunk_size=200, chunk_overlap=40) as kb:
+        kb.ingest(corpus)
+    with _open(tmp_path) as kb:
+        assert (kb.chunking.size, kb.chunking.overlap) == (200, 40)
+        (corpus / "extra.md").write_text("# Extra\n\n" + "Words about rivers and lakes. " * 30)
+        kb.ingest(corpus)
+        extra = [len(h.text) for h in kb.search("rivers lakes", mode="lexical", k=20)
+                 if h.title == "Extra"]
+        assert len(extra) > 2 and max(extra) <= 201
+        small = kb.stats()["chunks"]
+    with _open(tmp_path, chunk_size=2000, chunk_overlap=100) as kb:
+        kb.ingest(corpus, force=True)
+        assert kb.stats()["chunks"] < small

@@ -36,8 +36,10 @@ def ingest(
     reindex: bool = typer.Option(False, "--reindex",
                                  help="Rebuild everything with the chosen embedder and chunking."),
     embedder: Optional[str] = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, help="Chunk size in characters."),
-    chunk_overlap: int = typer.Option(DEFAULT_CHUNK_OVERLAP, help="Overlap in characters."),
+    chunk_size: Optional[int] = typer.Option(
+        None, help=f"Chunk size in characters (default: the KB's, else {DEFAULT_CHUNK_SIZE})."),
+    chunk_overlap: Optional[int] = typer.Option(
+        None, help=f"Overlap in characters (default: the KB's, else {DEFAULT_CHUNK_OVERLAP})."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Add files and folders to the knowledge base (incremental: unchanged files are skipped)."""

