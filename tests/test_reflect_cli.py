@@ -69,6 +69,27 @@ def test_reflexion_remembers_lessons_across_runs(tmp_path):
     assert events[-1]["success"] is True
 
 
+def test_wraps_an_agent_run_over_a_knowledge_base(tmp_path):
+    from agentmodes.knowledge.base import KnowledgeBase
+
+    kb = tmp_path / "examples.db"
+    with KnowledgeBase.open(kb) as base:
+        base.ingest(Path(__file__).resolve().parents[1] / "examples", embed=False)
+    replies = ['REFLECTION: I know nothing yet.\nACTION: lexical_search("Öffnungszeiten")',
+               "REFLECTION: The hours are in the observation.\nFINAL ANSWER: Open on weekdays [1].",
+               'Too vague: give the hours.\n{"verdict": "revise", "issues": ["name the hours"]}',
+               "Open Monday to Friday, see [1].", PASS]
+    done = reflect(tmp_path, replies, "When is the agency open?", "--kb", str(kb),
+                   "--mode", "reflact", "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    draft = next(e for e in events if e.get("status") == "draft")
+    assert draft["content"] == "Open on weekdays [1]." and draft["sources"]
+    final = events[-1]
+    assert final["full_response"] == "Open Monday to Friday, see [1]." and final["sources"]
+    assert final["stop_reason"] == "verdict" and final["usage"]["calls"] == 5
+
+
 def test_bad_input_is_one_line_and_nonzero(tmp_path):
     for args in (["   "], [TASK, "--strategy", "magic"], [TASK, "--tests", str(tmp_path / "nope")],
                  [TASK, "--kind", "text", "--tests", __file__]):

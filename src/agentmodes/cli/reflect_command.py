@@ -14,6 +14,7 @@ import json
 import os
 import re
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -88,13 +89,14 @@ def reflect(
         "~/.local/share/agentmodes/memory.db)")),
     no_memory: bool = typer.Option(False, "--no-memory", help="reflexion: keep lessons in this "
                                    "run only"),
+    kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
+                                      "knowledge base; the loop works on its final answer."),
+    mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
 ) -> None:
     """Draft, critique and refine (reflection), or trials with lessons (reflexion)."""
     from ..llm.registry import load_llm
-    from ..modes.actors import LLMActor
     from ..modes.reflection import Reflection, Reviewer
-    from ..modes.reflexion import Reflexion
 
     if not task.strip():
         raise fail("the task is empty: say what to write, e.g. agentmodes reflect "
@@ -105,26 +107,55 @@ def reflect(
         raise fail(f"unknown kind {kind!r} (choose {', '.join(KINDS)})")
     if not 0 <= max_iterations <= 20 or (strategy == "reflexion" and max_iterations < 1):
         raise fail("--max-iterations must be between 0 (1 for reflexion) and 20")
-    kind = _kind(kind, task)
+    if kb is not None and mode not in ("act", "react", "reflact"):
+        raise fail(f"unknown mode {mode!r} (choose act, react or reflact)")
+    kind = "text" if kb is not None else _kind(kind, task)
     model = load_llm(llm)
     view = ReflectView(as_json)
     evaluator, intro = _tests_evaluator(tests, kind, task, model)
     view.extra_usage(intro)
-    if strategy == "reflection":
-        events = Reflection(model, kind=kind, max_iterations=max_iterations, focus=focus,
-                            evaluator=evaluator).stream(task)
-        view.show(intro, events)
+    with _actor(model, kind, kb, mode) as actor:
+        if strategy == "reflection":
+            events = Reflection(model, actor, kind=kind, max_iterations=max_iterations,
+                                focus=focus, evaluator=evaluator).stream(task)
+            view.show(intro, events)
+        else:
+            _reflexion(model, actor, evaluator or Reviewer(model, kind=kind, focus=focus),
+                       task, max_iterations, memory, no_memory, view, intro)
+
+
+@contextmanager
+def _actor(model: Any, kind: str, kb: Optional[Path], mode: str):
+    """A prompt actor, or an agent over the knowledge base (closed afterwards)."""
+    from ..modes.actors import AgentActor, LLMActor
+
+    if kb is None:
+        yield LLMActor(model, kind=kind)
         return
+    from ..knowledge.base import KnowledgeBase
+    from ..settings import ChatbotSettings
+    from .kb_commands import kb_path
+
+    base = KnowledgeBase.open(kb_path(kb), create=False)
+    try:
+        yield AgentActor(llm=model, knowledge=base, settings=ChatbotSettings(agent_mode=mode))
+    finally:
+        base.close()
+
+
+def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
+               memory: Optional[Path], no_memory: bool, view: "ReflectView",
+               intro: list[dict]) -> None:
+    from ..modes.reflexion import Reflexion
+
     store = None
     if not no_memory:
         from ..store.memory import ReflexionMemoryStore
         path = memory or default_memory_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         store = ReflexionMemoryStore(path)
-    judge = evaluator or Reviewer(model, kind=kind, focus=focus)
     try:
-        events = Reflexion(model, LLMActor(model, kind=kind), judge, max_trials=max_iterations,
-                           memory=store).stream(task)
+        events = Reflexion(model, actor, judge, max_trials=trials, memory=store).stream(task)
         view.show(intro, events)
     finally:
         if store is not None:
