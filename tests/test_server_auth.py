@@ -50,6 +50,12 @@ def test_chat_key_can_chat_but_not_administer(client):
     upload = client.post("/api/chatbots/default/documents", headers=bearer(CHAT),
                          files=[("files", ("a.md", b"# a"))])
     assert upload.status_code == 403
+    conversation = asked.json()["conversation_id"]
+    assert client.get(f"/api/conversations/{conversation}", headers=bearer(CHAT)).status_code == 200
+    assert client.delete(f"/api/conversations/{conversation}",
+                         headers=bearer(CHAT)).status_code == 403
+    assert client.delete(f"/api/conversations/{conversation}",
+                         headers=bearer(ADMIN)).status_code == 204
 
 
 def test_admin_key_can_do_everything(client):
@@ -114,3 +120,18 @@ def test_serve_refuses_a_public_host_without_a_key(tmp_path):
     assert result.stderr.strip().count("\n") == 0
     assert "refusing to listen on 0.0.0.0 without an API key" in result.stderr
     assert not (tmp_path / "c.db").exists()
+
+
+def test_cors_is_off_unless_origins_are_configured(tmp_path):
+    service = make_service(tmp_path)
+    preflight = {"Origin": "https://example.org", "Access-Control-Request-Method": "POST"}
+    with TestClient(create_app(service, ServerConfig())) as closed:
+        reply = closed.options("/api/chat", headers=preflight)
+        assert "access-control-allow-origin" not in reply.headers
+    config = ServerConfig(cors_origins=["https://example.org"])
+    with TestClient(create_app(service, config)) as open_:
+        reply = open_.options("/api/chat", headers=preflight)
+        assert reply.headers["access-control-allow-origin"] == "https://example.org"
+        other = open_.options("/api/chat", headers={**preflight, "Origin": "https://evil.test"})
+        assert "access-control-allow-origin" not in other.headers
+    service.close()

@@ -45,6 +45,7 @@ def serve(
                    f"(docs at {where}docs)", err=True)
     try:
         uvicorn.run(create_app(service, config), host=host, port=port, access_log=access_log,
-                    log_level="info", timeout_graceful_shutdown=5)
+                    log_level="info", timeout_graceful_shutdown=5,
+                    ws_max_size=config.max_request_bytes)
     finally:
         service.close()

@@ -8,7 +8,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Query, Request
 
 from ..service import AgentChatService
-from .auth import chat_scope
+from .auth import admin_scope, chat_scope
 from .schemas import ChatRequest, ConversationCreate, conversation_json, message_json
 
 router = APIRouter(prefix="/api", tags=["conversations"], dependencies=[chat_scope])
@@ -39,7 +39,7 @@ def get_conversation(conversation_id: str, request: Request) -> dict:
             "messages": [message_json(m) for m in service.messages(conversation_id)]}
 
 
-@router.delete("/conversations/{conversation_id}", status_code=204)
+@router.delete("/conversations/{conversation_id}", status_code=204, dependencies=[admin_scope])
 def delete_conversation(conversation_id: str, request: Request) -> None:
     _service(request).store.delete_conversation(conversation_id)
 
