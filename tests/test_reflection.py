@@ -176,3 +176,19 @@ def test_memory_renders_the_trajectory():
     with pytest.raises(ValueError):
         memory.add_record("excution", "typo")
     assert Memory().get_last_execution() is None
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+def test_embedded_model_reviewer_always_gives_a_verdict():
+    """On the real 135M model the GBNF grammar makes every critique a parsable verdict."""
+    pytest.importorskip("llama_cpp")
+    from agentmodes.llm.registry import load_llm
+
+    events = list(Reflection(load_llm("local"), max_iterations=1, max_tokens=200).stream(
+        "Write a Python function is_even(n) that returns True for even numbers."))
+    critique = next(e for e in events if e.get("status") == "critique")
+    assert critique["verdict"] in ("pass", "revise")
+    done = events[-1]
+    assert done["done"] and "def is_even" in done["attempts"][0]
+    assert done["usage"]["calls"] in (2, 3) and done["usage"]["completion_tokens"] > 0
