@@ -50,6 +50,9 @@ def test_react_and_reflexion_on_top(small_kb, tmp_path):
     log = tmp_path / "runs" / "hotpotqa" / "scripted.jsonl"
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["answer"] for r in records] == ["Gesellschaft mit beschränkter Haftung"] * 2
+    # The evaluator passed trial 2 (citation markers do not break exact match).
+    assert records[1]["reflexion_success"] is True and records[1]["trials"] == 2
+    assert len(llm.calls) == 7
 
     # A rerun skips both finished jobs: a model without replies is never called.
     again, _ = run_hotpotqa(ScriptedModel([]), llm_label="scripted",

@@ -35,6 +35,9 @@ def test_exact_match_evaluator_reads_the_gold_answer_and_hides_it():
     assert not bad.passed and bad.score == 0.0
     assert "Arthur" not in bad.feedback           # the lesson must not leak the gold answer
     assert ev({"answers": ["NYC", "New York City"]}, "new york city").passed
+    # An agent's citation markers are not part of the answer.
+    assert ev({"answer": "Bern"}, "Bern [1]").passed and ev({"answer": "1996"}, "1996 [1, 2]").passed
+    assert not ev({"answer": "1996"}, "1996 1").passed
     with pytest.raises(ValueError):
         ev({"question": "?"}, "x")
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..evaluators.text import ExactMatchEvaluator, exact_match, f1_score
+from ..evaluators.text import ExactMatchEvaluator, exact_match, f1_score, strip_citations
 from ..llm.base import ChatModel
 from ..modes.actors import AgentActor
 from ..modes.reflexion import Reflexion
@@ -34,7 +33,6 @@ DATA_FILE = Path("hotpotqa") / "hotpot-qa-distractor-sample.jsonl"
 CACHE_DIR = PROJECT_ROOT / ".cache" / "hotpotqa"
 SHORT_ANSWER = ("Answer with the shortest possible answer: an entity name, a date, a number, "
                 "or yes/no, without explanation.")
-_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +95,8 @@ def build_kb(questions: Sequence[Question], cache_dir: Path = CACHE_DIR, *,
 
 
 def clean_answer(answer: str) -> str:
-    text = _CITATION.sub("", answer or "").strip()
+    """The answer without citation markers, first line only (small models add prose)."""
+    text = strip_citations(answer)
     return text.splitlines()[0].strip() if text else ""
 
 
@@ -122,7 +121,7 @@ def answer_question(q: Question, variant: str, llm: ChatModel, kb: Any, *,
                                               task_key=q.id)
         raw, usage = result.answer, result.usage
         iterations = sum(getattr(r, "iterations", 0) for r in result.runs if r is not None)
-        record = {"trials": len(result.trials)}
+        record = {"trials": len(result.trials), "reflexion_success": result.success}
     else:
         attempt = actor.act(q.question)
         raw, usage = attempt.output, attempt.usage

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from .base import Evaluation
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 _PUNCT = set(string.punctuation)
 _SPECIAL = {"yes", "no", "noanswer"}
 
@@ -26,6 +27,12 @@ def normalize_answer(text: str) -> str:
     text = "".join(ch for ch in text if ch not in _PUNCT)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+def strip_citations(answer: str) -> str:
+    """Drop the agents' source markers ("Bern [1]", "[1, 2]"): they are not part of the
+    answer, and the normalisation would otherwise keep their digits."""
+    return _CITATION.sub("", answer or "").strip()
 
 
 def exact_match(prediction: str, gold: str) -> bool:
@@ -75,7 +82,8 @@ class ExactMatchEvaluator:
     benchmark can report both from one call."""
 
     def __call__(self, task: Any, candidate: str) -> Evaluation:
-        em, f1, gold = _best(candidate, gold_answers(task))
+        candidate = strip_citations(candidate)
+        em, f1, _ = _best(candidate, gold_answers(task))
         feedback = ("The answer is correct." if em else
                     f"The answer {candidate.strip()!r} is not correct (token overlap F1 {f1:.2f}).")
         return Evaluation(passed=em, score=1.0 if em else 0.0, feedback=feedback,
@@ -89,7 +97,8 @@ class F1Evaluator:
     threshold: float = 0.8
 
     def __call__(self, task: Any, candidate: str) -> Evaluation:
-        em, f1, gold = _best(candidate, gold_answers(task))
+        candidate = strip_citations(candidate)
+        em, f1, _ = _best(candidate, gold_answers(task))
         passed = em or f1 >= self.threshold
         feedback = ("The answer matches the expected one." if passed else
                     f"The answer {candidate.strip()!r} overlaps the expected one only partly "
