@@ -112,6 +112,7 @@ class LlamaCppModel:
         self._n_vocab = self._llm.n_vocab()
         self._template = self._chat_formatter()
         self._lock = threading.Lock()
+        self.closed = False
         self._rng = np.random.default_rng(seed)
 
     # -- public -----------------------------------------------------------------------------
@@ -127,6 +128,8 @@ class LlamaCppModel:
                            f"{' '.join(str(err).split())}") from None
 
     def tokenize(self, text: str) -> list[int]:
+        if self.closed:
+            raise LLMError(f"the model {self.path.name} was closed; load it again")
         return self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None
@@ -134,6 +137,8 @@ class LlamaCppModel:
         options = options or GenerationOptions()
         prompt = self.tokenize(self.render(messages))
         with self._lock:
+            if self.closed:     # llama.cpp would touch freed memory: refuse instead
+                raise LLMError(f"the model {self.path.name} was closed; load it again")
             yield from self._generate(prompt, options)
 
     def reset(self) -> None:
@@ -142,8 +147,11 @@ class LlamaCppModel:
             self._llm.reset()
 
     def close(self) -> None:
+        """Free the model and its context; later calls raise LLMError (idempotent)."""
         with self._lock:
-            self._llm.close()
+            if not self.closed:
+                self.closed = True
+                self._llm.close()
 
     # -- internals --------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ def embedded_model(path: str | os.PathLike | None, *, prefix_reuse: bool = True)
     key = (str(resolved), prefix_reuse)
     with _embedded_lock:
         model = _embedded.get(key)
-        if model is None:
+        if model is None or getattr(model, "closed", False):
             model = LlamaCppModel(resolved, prefix_reuse=prefix_reuse)
             _embedded[key] = model
         return model
