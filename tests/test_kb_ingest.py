@@ -224,3 +224,9 @@ def test_kb_remembers_its_chunking(tmp_path, corpus):
     with _open(tmp_path, chunk_size=2000, chunk_overlap=100) as kb:
         kb.ingest(corpus, force=True)
         assert kb.stats()["chunks"] < small
+
+
+def test_a_kb_inside_the_ingested_folder_is_not_a_document(tmp_path, corpus):
+    with KnowledgeBase.open(corpus / "agentmodes.db", embedder=HashingEmbedder()) as kb:
+        report = kb.ingest(corpus)
+        assert report.skipped == [] and len(report.added) == 4

@@ -59,7 +59,7 @@ def ingest_paths(store: Store, paths: list[Path], *, chunking: ChunkingOptions |
         if not path.exists():
             _forget_missing(store, path, given, report)
         elif path.is_dir():
-            found = _walk(path, report)
+            found = _walk(path, report, _own_files(store))
             tasks.extend(_Task(f, path) for f in found)
             folders.append((path, {str(f) for f in found}))
         elif path.is_file():
@@ -99,15 +99,21 @@ def _forget_missing(store: Store, path: Path, given: Path, report: IngestReport)
             report.removed.append(row.path)
 
 
-def _walk(folder: Path, report: IngestReport) -> list[Path]:
+def _own_files(store: Store) -> set[str]:
+    """The KB's own file and SQLite's companions: a KB inside the folder is not a document."""
+    base = os.path.abspath(store.path)
+    return {base, base + "-wal", base + "-shm", base + "-journal"}
+
+
+def _walk(folder: Path, report: IngestReport, ignore: set[str]) -> list[Path]:
     """Supported files under `folder`, sorted; hidden files and folders are ignored."""
     found: list[Path] = []
     for current, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if name.startswith("."):
-                continue
             path = Path(current) / name
+            if name.startswith(".") or str(path) in ignore:
+                continue
             if is_supported(path):
                 found.append(path)
             else:
