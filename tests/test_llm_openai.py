@@ -276,3 +276,17 @@ def test_error_event_inside_the_stream_is_reported(server):
     server.play(sse([text_chunk("a"), {"error": {"message": "context length exceeded"}}]))
     with pytest.raises(LLMError, match="error mid-stream: .*context length exceeded"):
         collect(_model(server.url).stream(MESSAGES))
+
+
+def test_a_server_that_ignores_stream_true_is_understood(server):
+    server.play(status(200, {"object": "chat.completion", "choices": [{
+        "index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None, "tool_calls": [{
+                "id": "c1", "type": "function",
+                "function": {"name": "rag_search", "arguments": "{\"query\": \"Impressum\"}"}}]}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 9}}))
+    result = collect(_model(server.url).stream(MESSAGES))
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("rag_search", '{"query": "Impressum"}')]
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (40, 9)
+    assert result.finish_reason == "tool_calls"

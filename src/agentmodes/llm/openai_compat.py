@@ -94,6 +94,10 @@ class OpenAICompatModel:
                 with self._client.stream("POST", "/chat/completions", json=body) as response:
                     if response.status_code >= 400:
                         last_error, wait = self._http_failure(response)
+                    elif response.headers.get("content-type", "").startswith("application/json"):
+                        # a server that ignores stream=true answers with one completion
+                        yield from _whole_completion(response)
+                        return
                     else:
                         for chunk in _parse_stream(response, _prompt_chars(messages)):
                             yielded += 1
@@ -187,6 +191,22 @@ def _prompt_chars(messages: list[Message]) -> int:
     return sum(len(str(m.get("content") or "")) for m in messages)
 
 
+def _whole_completion(response: httpx.Response) -> Iterator[ChatChunk]:
+    response.read()
+    try:
+        obj = response.json()
+        choice = obj["choices"][0]
+        message = choice.get("message") or {}
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise LLMError(f"LLM server sent a response that is not a chat completion: "
+                       f"{_one_line(response.text, 120)}") from None
+    calls = _tool_deltas(message.get("tool_calls"))
+    if message.get("content") or calls:
+        yield ChatChunk(text=message.get("content") or "", tool_calls=calls or None)
+    yield ChatChunk(usage=_usage(obj.get("usage")) or Usage(calls=1),
+                    finish_reason=choice.get("finish_reason") or "stop")
+
+
 def _decode_chunk(payload: str) -> tuple[Optional[ChatChunk], Optional[Usage], Optional[str]]:
     try:
         obj = json.loads(payload)
@@ -201,14 +221,22 @@ def _decode_chunk(payload: str) -> tuple[Optional[ChatChunk], Optional[Usage], O
     choice = choices[0]
     delta = choice.get("delta") or {}
     text = delta.get("content") or ""
-    tool_calls = [ToolCallDelta(index=tc.get("index", i), id=tc.get("id"),
-                                name=(tc.get("function") or {}).get("name"),
-                                arguments=(tc.get("function") or {}).get("arguments") or "")
-                  for i, tc in enumerate(delta.get("tool_calls") or [])] or None
+    tool_calls = _tool_deltas(delta.get("tool_calls")) or None
     finish = choice.get("finish_reason")
     if not text and not tool_calls:
         return None, usage, finish
     return ChatChunk(text=text, tool_calls=tool_calls), usage, finish
+
+
+def _tool_deltas(raw: Any) -> list[ToolCallDelta]:
+    """OpenAI tool_calls entries (whole or fragments) as ToolCallDeltas."""
+    out = []
+    for i, call in enumerate(raw or []):
+        function = call.get("function") or {}
+        out.append(ToolCallDelta(index=call.get("index", i), id=call.get("id"),
+                                 name=function.get("name"),
+                                 arguments=function.get("arguments") or ""))
+    return out
 
 
 def _usage(raw: Any) -> Optional[Usage]:
