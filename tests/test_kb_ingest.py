@@ -62,6 +62,8 @@ def test_reingest_skips_unchanged_replaces_changed_deletes_removed(tmp_path, cor
         assert any("one in the morning" in p for p in new_passages)
         stats = kb.stats()
         assert stats["documents"] == 4 and stats["pending_embeddings"] == 0
+        # vectors of the deleted PDF and of the replaced paragraph are gone, the rest stays
+        assert stats["vectors"] == stats["chunks"]
         assert kb.check() == []
 
 

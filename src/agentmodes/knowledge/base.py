@@ -169,6 +169,8 @@ class KnowledgeBase:
             except AgentModesError as err:
                 raise type(err)(f"{err} (the text of the documents is stored and searchable "
                                 "lexically; run the ingest again to embed it)") from None
+        if report.updated or report.removed or report.skipped:
+            self._store.prune_vectors()
         recorded = self._store.get_meta("embedder")
         name = recorded or (self._embedder.name if self._embedder else None)
         report.pending_embeddings = self._store.count_pending(name)

@@ -335,6 +335,13 @@ class Store:
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32)
         return found, matrix.reshape(len(found), -1).copy()
 
+    def prune_vectors(self) -> int:
+        """Forget vectors whose text no chunk has any more (edited or deleted text), so the
+        file does not grow with every edit; text still in use keeps its cached vector."""
+        with self.transaction() as conn:
+            return conn.execute("DELETE FROM embeddings WHERE text_hash NOT IN "
+                                "(SELECT text_hash FROM chunks)").rowcount
+
     def drop_vectors_except(self, embedder: str | None) -> None:
         """Forget vectors of other embedders (after a re-index they can never be used)."""
         with self.transaction() as conn:
