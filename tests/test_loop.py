@@ -273,7 +273,8 @@ def test_bad_input_is_a_one_line_error():
 
 
 def test_respond_ends_the_episode_from_any_mode():
-    agent, _ = make_agent(['REFLECTION: r\nACTION: respond("Mo-Fr 9-18 Uhr")'])
+    agent, _ = make_agent([SEARCH.format("Öffnungszeiten"),
+                           'REFLECTION: r\nACTION: respond("Mo-Fr 9-18 Uhr")'])
     events = run(agent)
     assert statuses(events)[-2:] == ["action", "final_answer"]
     assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr"
@@ -305,6 +306,12 @@ def test_an_answer_before_any_search_is_grounded_by_searching_the_question_first
     assert (action["action"], action["param"], action["forced"]) == (
         "rag_search", Q, "answer_without_sources")
     assert kb.queries == [(Q, "hybrid")]
+    assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
+    # ACT's respond before any search is grounded the same way
+    agent, model = make_agent(['ACTION: respond("Immer geöffnet.")', "Mo-Fr 9-18 Uhr [1]"],
+                              agent_mode="act", agent_max_iterations=1)
+    events = run(agent)
+    assert next(e for e in events if e.get("status") == "action")["forced"]
     assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
     # a follow-up question with history, and ACT's clarifying respond, may answer directly
     agent, _ = make_agent(["FINAL ANSWER: Samstags nach Vereinbarung."])

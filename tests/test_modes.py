@@ -75,7 +75,8 @@ def test_act_native_repeated_tool_call_still_gets_its_tool_message():
 
 
 def test_act_native_backend_answering_in_plain_text_ends_the_run():
-    agent, _ = make_agent(["Die Öffnungszeiten finden Sie auf der Kontaktseite."],
+    agent, _ = make_agent([[{"name": "rag_search", "arguments": '{"query": "Öffnungszeiten"}'}],
+                           "Die Öffnungszeiten finden Sie auf der Kontaktseite."],
                           agent_mode="act", supports_tools=True)
     done = done_of(list(agent.stream("Öffnungszeiten?")))
     assert done["full_response"] == "Die Öffnungszeiten finden Sie auf der Kontaktseite."

@@ -2,7 +2,8 @@
 
 The model picks a tool straight away, with native tool calls where the backend supports them
 and otherwise as `ACTION: tool(param)`. `respond(answer)` ends the episode; an unclear
-question gets a clarifying question through respond. Prompt: prompts/<lang>/act.md.
+question gets a clarifying question through respond (allowed before any search, unlike an
+answer). Prompt: prompts/<lang>/act.md.
 """
 
 from .loop import ModeSpec
@@ -13,4 +14,5 @@ ACT = ModeSpec(
     start_status="getting_action",
     lists_respond=True,             # stop rule: respond(answer)
     native_tools=True,
+    search_first=True,              # respond(answer) before any search: search first
 )

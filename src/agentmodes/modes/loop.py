@@ -156,20 +156,23 @@ class Episode:
             else:
                 fed_back = False
             forced = None
-            if step.final_answer is not None and action is None:
-                action = self._grounding_action()
-                if action is None:
-                    yield from self._finish(step.final_answer, it)
+            answer = step.final_answer if action is None else \
+                action.argument if action.name == "respond" else None
+            if answer is not None:
+                grounding = self._grounding_action(answer)
+                if grounding is None:
+                    if action is not None:              # respond(answer): seed 002 shows it
+                        yield {"status": "action", "action": action.name,
+                               "param": action.argument, "iteration": it, "usage": usage}
+                    yield from self._finish(answer, it)
                     return
-                forced = "answer_without_sources"
+                action, forced, call_id = grounding, "answer_without_sources", \
+                    self._close_call(call_id)
             event = {"status": "action", "action": action.name, "param": action.argument,
                      "iteration": it, "usage": usage}
             if forced:
                 event["forced"] = forced
             yield event
-            if action.name == "respond":
-                yield from self._finish(action.argument, it)
-                return
             key = (action.name, " ".join(action.argument.lower().split()))
             repeats = repeats + 1 if key == last_key else 1
             last_key = key
@@ -278,12 +281,23 @@ class Episode:
         self.searched_question = True
         return Action(tool.name, self.question)
 
-    def _grounding_action(self) -> Optional[Action]:
-        """A search of the question when a search-first mode answers before any search."""
-        if not self.spec.search_first or self.tool_runs or self.has_history:
+    def _grounding_action(self, answer: str) -> Optional[Action]:
+        """A search of the question when the model answers before any search was made.
+
+        A clarifying question back to the user (ends with "?") and a follow-up answered from
+        the conversation history are legitimate without a search; anything else would be an
+        answer from nothing, which small models otherwise give to document questions."""
+        if (not self.spec.search_first or self.tool_runs or self.has_history
+                or answer.rstrip().endswith("?")):
             return None
         tool = self.tools.search_tool()
         return Action(tool.name, self.question) if tool is not None else None
+
+    def _close_call(self, call_id: Optional[str]) -> None:
+        """A native respond call replaced by a search still needs its tool message."""
+        if call_id is not None:
+            self._observe("Search the documents before answering.", call_id)
+        return None
 
     # -- tools ------------------------------------------------------------------------------
     def _execute(self, action: Action) -> tuple[ToolResult, str]:
