@@ -154,3 +154,10 @@ def test_a_closed_model_refuses_calls_and_the_registry_loads_a_fresh_one():
     fresh = embedded_model(None, prefix_reuse=False)
     assert fresh is not shared
     assert collect(fresh.stream(QUESTION, GenerationOptions(max_tokens=2))).text
+
+
+@pytest.mark.parametrize("name", ["AGENTMODES_N_CTX", "AGENTMODES_THREADS"])
+def test_bad_runtime_settings_are_config_errors(monkeypatch, name):
+    monkeypatch.setenv(name, "lots")
+    with pytest.raises(ConfigError, match=f"{name} must be a positive whole number"):
+        LlamaCppModel()

@@ -25,7 +25,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from ..errors import LLMError
+from ..errors import ConfigError, LLMError
 from ..events import Usage
 from .base import ChatChunk, GenerationOptions, Message
 
@@ -73,13 +73,16 @@ def default_threads() -> int:
     one of them, a thread count equal to the core count collapses throughput. Measured on this
     2-core machine with one core busy: 2 threads 3 tokens/s, 1 thread 65 tokens/s.
     """
-    value = os.environ.get("AGENTMODES_THREADS")
-    if value:
-        try:
-            return max(1, int(value))
-        except ValueError:
-            raise LLMError(f"AGENTMODES_THREADS must be a whole number, got {value!r}") from None
-    return max(1, min(4, (os.cpu_count() or 2) // 2))
+    return _env_int("AGENTMODES_THREADS") or max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+def _env_int(name: str) -> Optional[int]:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+    return int(value)
 
 
 class LlamaCppModel:
@@ -100,7 +103,7 @@ class LlamaCppModel:
         self.path = check_gguf(path if path is not None else default_model_path())
         self.name = f"llama.cpp:{self.path.name}"
         self.prefix_reuse = prefix_reuse
-        n_ctx = n_ctx or int(os.environ.get("AGENTMODES_N_CTX", DEFAULT_N_CTX))
+        n_ctx = n_ctx or _env_int("AGENTMODES_N_CTX") or DEFAULT_N_CTX
         n_threads = n_threads or default_threads()
         try:
             self._llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads,
