@@ -22,7 +22,7 @@ from ..knowledge.confidence import load_model
 from ..knowledge.embedders import Embedder
 from ..knowledge.searcher import Searcher
 from . import calibration
-from .ablation import run_ablation
+from .ablation import AblationSet, run_ablation
 from .beir import BeirSet, load_dataset
 from .embed_cache import DEFAULT_CACHE_DIR, cached_embeddings
 from .metrics import evaluate
@@ -76,7 +76,7 @@ def query_embedding_ms(embedder: Embedder, queries: list[str], n: int = 20) -> f
 
 
 def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibration.HitTable,
-                progress=print) -> tuple[dict, tuple]:
+                progress=print) -> tuple[dict, AblationSet]:
     passages = ds.passages()
     progress(f"{ds.name}: {len(passages)} passages, {len(ds.queries)} queries; embedding "
              f"(cached under {cache_dir})")
@@ -98,13 +98,15 @@ def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibra
     relevant = [{doc_index[d] for d in ds.qrels[q] if d in doc_index} for q in ds.query_ids]
     calibration.collect(table, ds.name, searcher, ds.queries, relevant,
                         ("lexical", "semantic", "hybrid"))
-    lexical = np.vstack([searcher.lexical.scores(q)[1] for q in ds.queries])
-    dense = query_vectors @ vectors.T
+    ablation_set = AblationSet(searcher, ds.queries, ds.doc_ids,
+                               [ds.qrels[q] for q in ds.query_ids],
+                               np.vstack([searcher.lexical.scores(q)[1] for q in ds.queries]),
+                               query_vectors @ vectors.T)
     result = {"dataset": ds.name, "passages": len(passages), "queries": len(ds.queries),
               "embedder": embedder.name,
               "query_embedding_p50_ms": query_embedding_ms(embedder, ds.queries),
               "systems": rows}
-    return result, (lexical, dense, ds.doc_ids, [ds.qrels[q] for q in ds.query_ids])
+    return result, ablation_set
 
 
 def run_retrieval(datasets: list[str], embedder: Embedder, out_dir: Path | None,

@@ -37,9 +37,9 @@ def system_rows(dataset: dict) -> list[list[str]]:
 
 
 def ablation_rows(ablation: dict, names: list[str]) -> tuple[list[str], list[list[str]]]:
-    headers = ["variant", "alpha", "dev mean"] + [f"{n} test" for n in names] + \
+    headers = ["variant", "parameters", "dev mean"] + [f"{n} test" for n in names] + \
         [f"{n} all" for n in names]
-    rows = [[r["variant"], _fmt(r["alpha"], 2), _fmt(r["dev mean"]),
+    rows = [[r["variant"], r["params"], _fmt(r["dev mean"]),
              *(_fmt(r[f"{n}/test"]) for n in names), *(_fmt(r[f"{n}/all"]) for n in names)]
             for r in ablation["rows"]]
     return headers, rows
@@ -78,11 +78,11 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
         sections.append((f"{ds['dataset']}", HEADERS, system_rows(ds), note))
     names = [ds["dataset"] for ds in results["datasets"]]
     headers, rows = ablation_rows(results["ablation"], names)
-    best = ", ".join(f"{k}: {v}" for k, v in results["ablation"]["best_alpha_on_dev"].items())
+    best = results["ablation"]["best_on_dev"]
     sections.append(("fusion ablation (nDCG@10)", headers, rows,
-                     f"alpha tuned on even queries (dev) for all sets at once; best on dev: "
-                     f"{best}; hybrid uses convex z-score with alpha = "
-                     f"{results['ablation']['default_alpha']}"))
+                     "dev = even-numbered queries, test = odd-numbered; one setting for all "
+                     f"sets. Best on dev: {best['variant']} ({best['params']}); ours hybrid "
+                     f"ships z-score + feedback ({results['ablation']['default']})"))
     headers, rows = confidence_rows(results["confidence"]["figures"])
     sections.append(("confidence calibration", headers, rows,
                      f"HIGH_CONFIDENCE = {results['confidence']['high_confidence']}: the top hit "

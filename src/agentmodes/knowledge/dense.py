@@ -54,6 +54,10 @@ class DenseIndex:
             for offset, chunk_id in enumerate(new_ids):
                 self._row[chunk_id] = start + offset
 
+    def vector(self, chunk_id: int) -> np.ndarray | None:
+        row = self._row.get(int(chunk_id))
+        return None if row is None else self._matrix[row]
+
     def remove(self, ids: list[int]) -> None:
         drop = [self._row[i] for i in ids if i in self._row]
         if not drop:

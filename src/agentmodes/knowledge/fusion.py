@@ -1,17 +1,20 @@
 """Combining lexical and dense rankings.
 
-Two fusions live here:
-
 - `reciprocal_rank_fusion`: RRF (Cormack et al. 2009), sum of w / (k + rank), k = 60. It
   needs only ranks, so it fuses anything, but it throws away how *much* better one hit is
   than the next; on HotpotQA plain RRF scored below dense alone.
-- `zscore_fusion` (what hybrid search uses): each method's scores are standardised over the
-  whole corpus (z-scores: how many standard deviations a chunk stands above the average
-  chunk for this query), then mixed as (1 - alpha) * z_lexical + alpha * z_dense. Unlike
-  min-max over a top-N pool it does not depend on N and is not stretched by one outlier;
-  the corpus mean/std cost O(n) on score vectors we already have. alpha (DEFAULT_ALPHA) was
-  chosen once for all sets on the even-numbered queries of the three benchmark sets and is
-  reported on the odd ones too (benchmarks/results/retrieval.md, "fusion ablation").
+- z-score fusion: each method's scores are standardised over the whole corpus (how many
+  standard deviations a chunk stands above the average chunk for this query) and mixed
+  linearly. Unlike min-max over a top-N pool it does not depend on N and is not stretched by
+  one outlier; mean and std cost O(n) on score vectors we already have.
+- Hybrid search (`HybridWeights`) is two-stage: stage 1 is z-score fusion; then the best
+  stage-1 hit is fed back (pseudo-relevance feedback, Rocchio style) into both retrievers,
+  the dense query as q + beta * v(top hit), the lexical query extended by the top hit's
+  rarest terms, and the final score mixes the z-scores of the original and the feedback
+  runs. Feedback is what finds the second, "bridge" paragraph of a multi-hop question
+  that the question itself does not name. The weights were chosen once for all sets on the
+  even-numbered queries of the benchmark sets and are reported on the odd ones
+  (benchmarks/results/retrieval.md, "fusion ablation").
 """
 
 from __future__ import annotations
@@ -20,9 +23,30 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from dataclasses import dataclass
+
 RRF_K = 60
-# Weight of the dense z-score in hybrid search; see the module docstring for how it was set.
-DEFAULT_ALPHA = 0.6
+
+
+@dataclass(frozen=True)
+class HybridWeights:
+    """How hybrid search mixes its four score vectors (all as z-scores)."""
+
+    alpha: float = 0.7            # stage 1: dense weight in (1 - alpha) * lexical + alpha * dense
+    lexical: float = 0.0          # final mix: original lexical run
+    lexical_feedback: float = 0.1  # lexical run with the top hit's rare terms added
+    dense: float = 0.4            # original dense run
+    dense_feedback: float = 0.6   # dense run with q + beta * v(top hit)
+    beta: float = 0.3
+    feedback_terms: int = 16
+
+    @property
+    def uses_feedback(self) -> bool:
+        return bool(self.lexical_feedback or self.dense_feedback)
+
+
+DEFAULT_WEIGHTS = HybridWeights()
+STAGE_ONE_ONLY = HybridWeights(lexical=0.3, lexical_feedback=0.0, dense=0.7, dense_feedback=0.0)
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Iterable[int]], k: int = RRF_K,
@@ -64,7 +88,7 @@ def standardise(scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def zscore_fusion(lexical_z: np.ndarray, dense_z: np.ndarray,
-                  alpha: float = DEFAULT_ALPHA) -> np.ndarray:
+                  alpha: float = DEFAULT_WEIGHTS.alpha) -> np.ndarray:
     """(1 - alpha) * lexical z + alpha * dense z, element-wise over aligned chunks.
 
     A chunk that has no vector yet gets dense z = 0 (the average chunk), so it competes on

@@ -118,6 +118,22 @@ class LexicalIndex:
         best = top_k(scores, k)
         return [(int(ids[i]), float(scores[i])) for i in best if scores[i] > 0]
 
+    def expansion_terms(self, chunk_id: int, n: int) -> list[str]:
+        """The chunk's n rarest distinct terms (lowest document frequency first).
+
+        Used for pseudo-relevance feedback: the rare words of the best hit (names, the
+        bridge entity of a multi-hop question) are what a second lexical pass should look
+        for; capping them keeps that pass as cheap as a normal query.
+        """
+        terms = self._terms.get(chunk_id)
+        if not terms or n <= 0:
+            return []
+        model = self._bm25 or self._build()
+        vocab, indptr = model.vocab_dict, model.scores["indptr"]
+        distinct = [t for t in dict.fromkeys(terms) if t in vocab]
+        distinct.sort(key=lambda t: indptr[vocab[t] + 1] - indptr[vocab[t]])
+        return distinct[:n]
+
     def coverage(self, terms: list[str], chunk_ids: list[int]) -> np.ndarray:
         """Share of the distinct query terms that occur in each given chunk (0..1).
 

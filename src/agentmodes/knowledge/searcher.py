@@ -21,7 +21,7 @@ from .analysis import Analyzer, LanguageSetting
 from .confidence import confidences
 from .dense import DenseIndex
 from .embedders import Embedder
-from .fusion import DEFAULT_ALPHA, standardise, zscore_fusion, zscores
+from .fusion import DEFAULT_WEIGHTS, HybridWeights, standardise, zscore_fusion, zscores
 from .lexical import LexicalIndex, top_k
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
@@ -47,12 +47,13 @@ class Ranking:
 class Searcher:
     def __init__(self, ids: list[int], texts: list[str], vectors: np.ndarray | None = None,
                  vector_ids: list[int] | None = None, embedder: Embedder | None = None,
-                 language: LanguageSetting = "auto", alpha: float = DEFAULT_ALPHA) -> None:
+                 language: LanguageSetting = "auto",
+                 weights: HybridWeights = DEFAULT_WEIGHTS) -> None:
         self.embedder = embedder
-        self.alpha = alpha
+        self.weights = weights
         self.lexical = LexicalIndex(Analyzer(language))
         self.dense = DenseIndex()
-        self._alignment: tuple[object, object, np.ndarray, np.ndarray] | None = None
+        self._alignment: tuple | None = None
         self.add(ids, texts)
         if vectors is not None:
             self.add_vectors(list(ids) if vector_ids is None else list(vector_ids), vectors)
@@ -110,17 +111,43 @@ class Searcher:
             best = top_k(dense_scores, k + 1)
             return self._ranking(mode, dense_ids, dense_scores,
                                  standardise(dense_scores, best), best, k, terms, dense_scores)
+        return self._hybrid(query, terms, query_vector, dense_ids, dense_scores, k)
+
+    def _hybrid(self, query: str, terms: list[str], query_vector: np.ndarray,
+                dense_ids: np.ndarray, dense_scores: np.ndarray, k: int) -> Ranking:
+        """Two-stage hybrid (fusion.py explains why): z-fusion, then feedback of its top hit."""
+        w = self.weights
         lex_ids = self.lexical.row_ids()
-        lex_row = self._align(lex_ids, dense_ids)  # lexical row of each dense row, or -1
-        _, lex_scores = self.lexical.scores(query, terms)
+        lex_row, missing = self._align(lex_ids, dense_ids)
         known = lex_row >= 0
-        dense_z = np.zeros(len(lex_ids), dtype=np.float32)
-        dense_z[lex_row[known]] = zscores(dense_scores)[known]
-        cosine = np.zeros(len(lex_ids), dtype=np.float32)
-        cosine[lex_row[known]] = dense_scores[known]
-        fused = zscore_fusion(zscores(lex_scores), dense_z, self.alpha)
+
+        lex_z = zscores(self.lexical.scores(query, terms)[1])
+
+        def on_lexical_rows(values: np.ndarray, fill: np.ndarray | None = None) -> np.ndarray:
+            # A chunk without a vector yet takes its lexical z on the dense side (`fill`),
+            # so it competes on the evidence it has instead of sinking to the average.
+            out = np.zeros(len(lex_ids), dtype=np.float32)
+            out[lex_row[known]] = values[known]
+            if fill is not None and missing is not None:
+                out[missing] = fill[missing]
+            return out
+
+        dense_z = on_lexical_rows(zscores(dense_scores), lex_z)
+        fused = zscore_fusion(lex_z, dense_z, w.alpha)
+        if w.uses_feedback:
+            top_id = int(lex_ids[int(np.argmax(fused))])
+            fused = w.lexical * lex_z + w.dense * dense_z
+            if w.lexical_feedback:
+                expanded = terms + self.lexical.expansion_terms(top_id, w.feedback_terms)
+                fused += w.lexical_feedback * zscores(self.lexical.scores(query, expanded)[1])
+            if w.dense_feedback:
+                top_vector = self.dense.vector(top_id)
+                feedback_scores = dense_scores if top_vector is None else \
+                    self.dense.scores(query_vector + w.beta * top_vector)[1]
+                fused += w.dense_feedback * on_lexical_rows(zscores(feedback_scores), lex_z)
+        cosine = on_lexical_rows(dense_scores)
         best = top_k(fused, k + 1)
-        return self._ranking(mode, lex_ids, fused, fused[best], best, k, terms, cosine)
+        return self._ranking("hybrid", lex_ids, fused, fused[best], best, k, terms, cosine)
 
     def _require_vectors(self) -> None:
         if self.embedder is None:
@@ -130,20 +157,25 @@ class Searcher:
             raise AgentModesError("semantic search needs embeddings, and none are stored yet: "
                                   "run ingest again to embed, or use --mode lexical")
 
-    def _align(self, lex_ids: np.ndarray, dense_ids: np.ndarray) -> np.ndarray:
-        """Lexical row of each dense row, -1 where a vector has no text (cached until either
-        index changes: both replace their id arrays on every change)."""
+    def _align(self, lex_ids: np.ndarray,
+               dense_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Lexical row of each dense row (-1 where a vector has no text) and the mask of
+        lexical rows without a vector (None if every chunk has one). Cached until either
+        index changes: both replace their id arrays on every change."""
         cached = self._alignment
         if cached is not None and cached[0] is lex_ids and cached[1] is dense_ids:
-            return cached[2]
+            return cached[2], cached[3]
         out = np.full(len(dense_ids), -1, dtype=np.int64)
         if len(lex_ids) and len(dense_ids):
             sorter = np.argsort(lex_ids, kind="stable")
             pos = np.searchsorted(lex_ids, dense_ids, sorter=sorter)
             rows = sorter[np.clip(pos, 0, len(lex_ids) - 1)]
             out = np.where(lex_ids[rows] == dense_ids, rows, -1)
-        self._alignment = (lex_ids, dense_ids, out)
-        return out
+        missing = np.ones(len(lex_ids), dtype=bool)
+        missing[out[out >= 0]] = False
+        mask = missing if missing.any() else None
+        self._alignment = (lex_ids, dense_ids, out, mask)
+        return out, mask
 
     def _ranking(self, mode: str, ids: np.ndarray, scores: np.ndarray, z_best: np.ndarray,
                  best: np.ndarray, k: int, terms: list[str], cosine: np.ndarray | None) -> Ranking:
