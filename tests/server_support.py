@@ -116,6 +116,11 @@ def serve_process(db: Path, kb: Path, script: Path, *, env: Optional[dict] = Non
                           env={**os.environ, **(env or {})})
 
 
+def serve_process_llm(db: Path, kb: Path, *, env: dict):
+    """`agentmodes serve` on the embedded default model (no --llm)."""
+    return running_server(db, kb=kb, env=env, startup_timeout=120)
+
+
 def stream_ws(ws, request: dict) -> list[dict]:
     """Send one chat request over a TestClient WebSocket; collect events until the end."""
     ws.send_json(request)
