@@ -14,6 +14,7 @@ from server_support import ANSWER, REFLACT_SCRIPT, SlowScriptedModel, live_serve
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent / "artifacts"
 playwright = pytest.importorskip("playwright.sync_api")
+REFINED = "Montag bis Freitag 9 bis 18 Uhr, samstags nach Vereinbarung [1]."
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="needs Debian's chromium (apt-get install -y chromium)")
 
@@ -21,8 +22,9 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 @pytest.fixture
 def page(tmp_path):
     # Slow enough that the page shows the trace growing before the answer arrives.
-    service = make_service(tmp_path, model_factory=lambda: SlowScriptedModel(REFLACT_SCRIPT,
-                                                                             delay=0.01))
+    # Runs with a Reflection pass use the two extra replies (critique, refinement).
+    script = REFLACT_SCRIPT + ['{"issues": ["Der Samstag fehlt."], "verdict": "revise"}', REFINED]
+    service = make_service(tmp_path, model_factory=lambda: SlowScriptedModel(script, delay=0.01))
     with live_server(service) as url, playwright.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
             "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
@@ -52,8 +54,6 @@ def test_ask_streams_answer_and_trace_then_history_and_settings(page):
     expect(page.locator(".turn .sources li a").first).to_have_attribute(
         "href", "/api/chatbots/default/documents/kontakt.md")
     expect(page.locator(".turn .meta")).to_contain_text("reflact · 2 iteration(s)")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "server_page.png"), full_page=True)
 
     # The iteration blocks collapse.
     first = trace.locator("details").first
@@ -75,3 +75,16 @@ def test_ask_streams_answer_and_trace_then_history_and_settings(page):
     page.click("#settings-form button")
     expect(page.locator("#settings-message")).to_have_text("Saved.")
     assert service.get_chatbot("default").settings["agent_max_iterations"] == 4
+
+    # A follow-up with a Reflection pass: the critique shows in the trace, the answer is
+    # replaced by the refined one.
+    page.select_option("#reflect", "1")
+    page.fill("#question", "Und am Samstag?")
+    page.click("#send")
+    follow = page.locator(".turn").nth(1)
+    expect(follow.locator(".answer-text")).to_have_text(REFINED, timeout=15_000)
+    review = follow.locator(".trace details", has_text="Reflection round 1")
+    expect(review).to_contain_text("Critique (revise)")
+    expect(review).to_contain_text("Der Samstag fehlt.")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "server_page.png"), full_page=True)
