@@ -243,3 +243,15 @@ def test_runs_as_an_unprivileged_user_in_its_own_directory():
     uid, cwd, listing = run_python(code).stdout.split(" ", 2)
     assert int(uid) != 0 and cwd == "/tmp" and listing.strip() == "['main.py']"
     assert os.getuid() == 0      # only the sandbox dropped privileges
+
+
+def test_python_tool_turns_runs_into_observations():
+    from agentmodes.tools.base import Tool
+    from agentmodes.tools.sandbox import PythonTool
+    tool = PythonTool()
+    assert isinstance(tool, Tool)
+    ok = tool("```python\nprint(sum(range(10)))\n```")
+    assert not ok.error and "passed" in ok.text and "45" in ok.text
+    bad = tool("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)")
+    assert bad.error and "failed" in bad.text and "Error" in bad.text
+    assert tool("   ").error
