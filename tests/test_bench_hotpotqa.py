@@ -68,3 +68,21 @@ def test_clean_answer_and_bad_modes():
         parse_variants("react,plan", False)
     assert parse_variants("act, reflact", True) == ["act", "reflact", "act+reflexion",
                                                     "reflact+reflexion"]
+
+
+def test_cli_bad_input_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    def bench(*args):
+        return subprocess.run([sys.executable, "-c", "from agentmodes.cli.main import run; run()",
+                               "bench", *args], capture_output=True, text=True, timeout=120)
+
+    for args in (["hotpotqa", "--data", str(tmp_path / "missing")],
+                 ["hotpotqa", "--modes", "react,plan"],
+                 ["humaneval", "--strategy", "magic"],
+                 ["mbpp", "--data", str(tmp_path)]):
+        done = bench(*args)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, (args, done.stderr)
+        assert lines[0].startswith("agentmodes: error:")

@@ -39,7 +39,10 @@ def generate_code(benchmark: str, *, strategy: str, limit: Optional[int], llm: O
     from ..bench.codegen import CodegenSettings, parse_strategies, run_codegen
     from ..llm.registry import load_llm
 
+    from ..bench.codedata import load_code_tasks
+
     strategies = parse_strategies(strategy)
+    load_code_tasks(benchmark, data, split)      # a missing data folder fails before the model loads
     spec = llm_spec(llm)
     model = load_llm(spec)
     run = run_codegen(benchmark, model, llm_label=spec, strategies=strategies, limit=limit,
@@ -79,10 +82,11 @@ def hotpotqa(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """HotpotQA distractor sample (100 questions): EM, F1 and cost per agent mode."""
-    from ..bench.hotpotqa import parse_variants, run_hotpotqa
+    from ..bench.hotpotqa import load_questions, parse_variants, run_hotpotqa
     from ..llm.registry import load_llm
 
     variants = parse_variants(modes, reflexion)
+    load_questions(data)                           # fail on bad data before the model loads
     spec = llm_spec(llm)
     model = load_llm(spec)
     report, paths = run_hotpotqa(model, llm_label=spec, variants=variants, limit=limit,
