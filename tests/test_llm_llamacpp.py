@@ -86,6 +86,10 @@ def test_second_call_reuses_the_shared_prompt_prefix():
         if reuse:
             # the whole first prompt was still in the KV cache: only the new turns are read
             assert second.usage.cached_tokens >= first.usage.prompt_tokens
+            # and so was most of the model's own step (its label is written with the
+            # tokenizer's tokens, so the re-tokenized history matches the cache)
+            assert second.usage.cached_tokens >= (first.usage.prompt_tokens
+                                                  + first.usage.completion_tokens // 2)
             evaluated = second.usage.prompt_tokens - second.usage.cached_tokens
             assert evaluated <= second.usage.prompt_tokens - first.usage.prompt_tokens
         else:

@@ -8,6 +8,7 @@ import pytest
 
 from agentmodes.errors import ConfigError
 from agentmodes.llm import GenerationOptions, ScriptedModel, collect, load_llm, step_grammar
+from agentmodes.llm.llama_sampling import forced_opening
 
 
 def test_scripted_spec_replays_a_json_file(tmp_path):
@@ -67,3 +68,13 @@ def test_step_grammars_offer_only_the_enabled_tools():
 def test_step_grammar_rejects_what_it_cannot_express(mode, tools, message):
     with pytest.raises(ConfigError, match=message):
         step_grammar(mode, tools)
+
+
+def test_forced_opening_is_the_label_every_step_starts_with():
+    assert forced_opening(step_grammar("reflact", ["rag_search"])) == "REFLECTION:"
+    assert forced_opening(step_grammar("act", ["rag_search"])) == "ACTION:"
+    assert forced_opening('x ::= "a"\nroot ::= "VERDICT:" x') == "VERDICT:"
+    # nothing is forced where the grammar offers a choice at the start
+    assert forced_opening('root ::= "A" x | "B"\nx ::= "c"') == ""
+    assert forced_opening('root ::= ("A" | "B")') == ""
+    assert forced_opening('root ::= [A-Z]+') == ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import ctypes
 import math
+import re
 from typing import Optional
 
 import llama_cpp
@@ -139,3 +140,62 @@ def token_bytes(vocab: llama_cpp.llama_vocab_p, token: int) -> bytes:
         buf = ctypes.create_string_buffer(-n)
         n = llama_cpp.llama_token_to_piece(vocab, token, buf, len(buf), 0, False)
     return buf.raw[:n]
+
+
+_RULE_START = re.compile(r"^[A-Za-z0-9_-]+\s*::=", re.M)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def forced_opening(grammar: str) -> str:
+    """The text every output of `grammar` must start with (its root's leading literal).
+
+    Why: when the grammar forces a label such as "REFLECTION:", masking picks whichever
+    allowed token the model likes best ("R", "EF", ...), not the tokens the tokenizer would
+    produce for the same text. The next prompt contains the text tokenized normally, so the
+    KV-cache prefix would stop matching right at the start of the step. Writing the label
+    with its normal tokens keeps the whole step reusable. Trailing whitespace is left to the
+    model, whose next token usually carries it (" The").
+    """
+    m = re.search(r"^root\s*::=", grammar, re.M)
+    if not m:
+        return ""
+    end = _RULE_START.search(grammar, m.end())
+    body = grammar[m.end():end.start() if end else len(grammar)].strip()
+    if not body.startswith('"') or _has_top_level_alternative(body):
+        return ""
+    out, i = [], 1
+    while i < len(body) and body[i] != '"':
+        if body[i] == "\\":
+            i += 1
+            if i >= len(body) or body[i] not in _ESCAPES:
+                return ""                       # an escape we do not model: do not force
+            out.append(_ESCAPES[body[i]])
+        else:
+            out.append(body[i])
+        i += 1
+    return "".join(out).rstrip()
+
+
+def _has_top_level_alternative(body: str) -> bool:
+    depth, quote, bracket, i = 0, False, False, 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if quote:
+            quote = c != '"'
+        elif bracket:
+            bracket = c != "]"
+        elif c == '"':
+            quote = True
+        elif c == "[":
+            bracket = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False

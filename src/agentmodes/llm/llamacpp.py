@@ -163,17 +163,23 @@ class LlamaCppModel:
 
         from .llama_sampling import GrammarConstraint, TextAssembler, choose, token_bytes
 
-        n_ctx = self._llm.n_ctx()
-        if len(prompt) >= n_ctx:
-            raise LLMError(f"the prompt is {len(prompt)} tokens, more than the model's context "
-                           f"of {n_ctx} (set AGENTMODES_N_CTX or shorten the history)")
-        budget = min(options.max_tokens or DEFAULT_MAX_TOKENS, n_ctx - len(prompt))
-        reused = self._evaluate_prompt(prompt)
         grammar = (GrammarConstraint(self._vocab, self._n_vocab, options.grammar)
                    if options.grammar else None)
-        text = TextAssembler(options.stop)
-        generated, finish = 0, "length"
         try:
+            forced = self._force_opening(grammar, options.grammar) if grammar else []
+            prompt = prompt + forced    # the label counts as prompt: the model did not choose it
+            n_ctx = self._llm.n_ctx()
+            if len(prompt) >= n_ctx:
+                raise LLMError(f"the prompt is {len(prompt)} tokens, more than the model's "
+                               f"context of {n_ctx} (set AGENTMODES_N_CTX or shorten the history)")
+            budget = min(options.max_tokens or DEFAULT_MAX_TOKENS, n_ctx - len(prompt))
+            reused = self._evaluate_prompt(prompt)
+            text = TextAssembler(options.stop)
+            if forced:
+                opening = text.feed(b"".join(token_bytes(self._vocab, t) for t in forced))
+                if opening:
+                    yield ChatChunk(text=opening)
+            generated, finish = 0, "length"
             while generated < budget:
                 logits = np.ctypeslib.as_array(
                     llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1),
@@ -200,6 +206,21 @@ class LlamaCppModel:
                 grammar.close()
         yield ChatChunk(usage=Usage(prompt_tokens=len(prompt), completion_tokens=generated,
                                     cached_tokens=reused, calls=1), finish_reason=finish)
+
+    def _force_opening(self, grammar, grammar_text: str) -> list[int]:
+        """The normal tokens of the grammar's fixed opening, accepted into the grammar."""
+        from .llama_sampling import forced_opening
+
+        literal = forced_opening(grammar_text)
+        forced: list[int] = []
+        if literal:
+            for token in self._llm.tokenize(literal.encode("utf-8"), add_bos=False,
+                                            special=False):
+                if not grammar.allows(token):
+                    break
+                grammar.accept(token)
+                forced.append(token)
+        return forced
 
     def _evaluate_prompt(self, prompt: list[int]) -> int:
         """Evaluate the prompt, keeping the cached common prefix; return how many were kept."""
