@@ -3,6 +3,7 @@ processes on one SQLite file serve concurrent chats without corrupting it."""
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
@@ -57,3 +58,24 @@ def test_two_processes_share_one_sqlite_file(tmp_path):
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("SELECT COUNT(*) FROM chatbot_messages").fetchone()[0] == 48
         assert conn.execute("SELECT COUNT(*) FROM chatbots").fetchone()[0] == 1
+
+
+def test_jobs_of_a_dead_server_are_marked_failed_at_start(tmp_path):
+    from sqlalchemy import update
+
+    from agentmodes.store.chat import ChatStore, ingest_jobs
+
+    db, kb, script = tmp_path / "chat.db", _kb(tmp_path), write_script(tmp_path / "s.json")
+    with serve_process(db, kb, script):
+        pass
+    store = ChatStore.open(str(db))
+    bot = store.get_chatbot("default")
+    dead, alive = store.create_job(bot, ["a.md"]), store.create_job(bot, ["b.md"])
+    with store.engine.begin() as conn:     # a job left running by a process that is gone
+        conn.execute(update(ingest_jobs).where(ingest_jobs.c.id == dead.id)
+                     .values(status="running", owner=f"{socket.gethostname()}:999999999"))
+    with serve_process(db, kb, script) as url:
+        jobs = {j["id"]: j for j in httpx.get(f"{url}/api/chatbots/default/jobs").json()}
+    assert jobs[dead.id]["status"] == "failed" and "upload again" in jobs[dead.id]["error"]
+    assert jobs[alive.id]["status"] == "queued"        # its owner (this test) still runs
+    store.close()

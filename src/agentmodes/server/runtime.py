@@ -60,6 +60,7 @@ def build_service(db: str, *, kb: Optional[str] = None, llm: Optional[str] = Non
         raise ConfigError(f"knowledge base {kb} does not exist; create it with "
                           f"`agentmodes ingest DOCS --kb {kb}`")
     store = ChatStore.open(db)
+    store.fail_orphaned_jobs()
     if "llm_factory" not in kwargs:
         kwargs["llm_factory"] = llm_factory(llm)
     service = AgentChatService(store, data_dir=data_dir_for(db), **kwargs)

@@ -9,6 +9,8 @@ timeout from store.engine).
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -88,9 +90,27 @@ ingest_jobs = Table(
     Column("progress", JSON, nullable=False),           # {"done": n, "total": m, "current": path}
     Column("report", JSON, nullable=True),
     Column("error", Text, nullable=True),
+    # host:pid of the process running it, so a restarted server can tell its own dead jobs
+    # from those of a second live process on the same file.
+    Column("owner", String(300), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
+
+OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: Optional[str]) -> bool:
+    host, _, pid = (owner or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True                 # another machine's job: not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _now() -> datetime:
@@ -336,7 +356,7 @@ class ChatStore:
         job_id = uuid.uuid4().hex
         with self.engine.begin() as conn:
             conn.execute(insert(ingest_jobs).values(
-                id=job_id, chatbot_id=chatbot.id, status="queued", files=files,
+                id=job_id, chatbot_id=chatbot.id, status="queued", files=files, owner=OWNER,
                 progress={"done": 0, "total": len(files)}, created_at=now, updated_at=now))
         return self.get_job(job_id)
 
@@ -359,3 +379,14 @@ class ChatStore:
             rows = conn.execute(select(ingest_jobs).where(ingest_jobs.c.chatbot_id == chatbot.id)
                                 .order_by(ingest_jobs.c.created_at.desc())).all()
         return [_job(r) for r in rows]
+
+    def fail_orphaned_jobs(self) -> int:
+        """Mark unfinished jobs whose process is gone as failed (run at server start)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(ingest_jobs.c.id, ingest_jobs.c.owner).where(
+                ingest_jobs.c.status.in_(("queued", "running")))).all()
+        orphans = [r.id for r in rows if not _owner_alive(r.owner)]
+        for job_id in orphans:
+            self.update_job(job_id, status="failed",
+                            error="the server stopped before this job finished; upload again")
+        return len(orphans)
