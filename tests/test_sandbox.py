@@ -3,8 +3,10 @@ failure, and the next run works normally."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -255,3 +257,43 @@ def test_python_tool_turns_runs_into_observations():
     bad = tool("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)")
     assert bad.error and "failed" in bad.text and "Error" in bad.text
     assert tool("   ").error
+
+
+def _python_for_nobody() -> str | None:
+    """An interpreter of this Python version that uid 65534 can run (pyenv under /root
+    is not traversable), or None."""
+    import shutil
+    import sys
+    candidate = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}",
+                             path="/usr/bin:/usr/local/bin")
+    return candidate if candidate and shutil.which("setpriv") else None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or _python_for_nobody() is None,
+                    reason="needs root (to become uid 65534), setpriv and a system python")
+def test_ordinary_user_gets_user_namespace_isolation():
+    """What a non-root user of the library gets: run the sandbox itself as uid 65534."""
+    src = Path(__file__).resolve().parents[1] / "src"
+    script = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(src)!r})\n"
+        "from agentmodes.tools.sandbox import run_python, isolation_level\n"
+        "probe = ('import os, socket\\n'\n"
+        "         'try:\\n    open(\"/var/tmp/agentmodes_user_escape\", \"w\")\\n'\n"
+        "         '    print(\"WROTE\")\\nexcept OSError as e:\\n    print(\"blocked\")\\n'\n"
+        "         'socket.create_connection((\"127.0.0.1\", 22), timeout=1)\\n')\n"
+        "net = run_python(probe)\n"
+        "bomb = run_python('import os\\nwhile True:\\n    try:\\n        os.fork()\\n'\n"
+        "                  '    except OSError:\\n        pass\\n', timeout_s=2, max_procs=8)\n"
+        "print(json.dumps({'level': isolation_level(), 'net': net.as_dict(),\n"
+        "                  'bomb': bomb.as_dict(), 'ok': run_python('print(7)').stdout}))\n")
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           _python_for_nobody(), "-I", "-c", script],
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["level"] == "userns"
+    assert report["net"]["stdout"] == "blocked\n" and not report["net"]["passed"]
+    assert "Network is unreachable" in report["net"]["stderr"]
+    assert report["bomb"]["timed_out"] and report["ok"] == "7\n"
+    assert not Path("/var/tmp/agentmodes_user_escape").exists()

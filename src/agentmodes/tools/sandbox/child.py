@@ -1,24 +1,28 @@
 """The sandbox's child side: run as a script (`python -I -S child.py CONFIG_JSON`), never imported.
 
-It starts as the caller's user (root here) because only root can create the namespaces and
-switch to an unprivileged uid; it then isolates itself and runs the program in-process
-(no second interpreter start, which keeps a run at ~50 ms). Stdlib only: it runs with -I -S.
+It isolates itself, then runs the program in-process (no second interpreter start, which
+keeps a run at ~50 ms). Stdlib only: it runs with -I -S. Three levels (cfg["level"]):
 
-Order matters:
-1. (namespaces) unshare mount + network + pid namespaces. The network namespace has only a
-   downed loopback, so every connection fails. In the mount namespace /tmp becomes the run's
-   own directory; /var/tmp and /run (world-writable dirs, unix sockets) become empty
-   read-only tmpfs; /dev/shm a small private tmpfs (multiprocessing needs it); the
-   interpreter's prefix is re-exposed read-only if it sits under a directory the
-   unprivileged uid cannot traverse (pyenv under /root here).
-2. (namespaces) fork: the child is pid 1 of the new pid namespace, so when it dies the kernel
-   kills every process it left behind (a fork bomb included). The parent just waits and
-   mirrors the child's exit status, so `killpg` from the runner kills both.
-3. rlimits (address space, cpu, nproc, file size, open files, no core dumps).
-4. drop to the run's own uid/gid (unique per run, so RLIMIT_NPROC counts only this run;
-   RLIMIT_NPROC is not enforced for uid 0), no_new_privs, parent-death signal.
-5. (no namespaces) an audit hook refuses socket connect/bind/sendto: a best-effort fallback
-   that ctypes or a subprocess can bypass; namespaces are the real barrier.
+- "namespaces" (started as root): mount + network + pid namespaces, then a fresh
+  unprivileged uid per run (RLIMIT_NPROC is not enforced for uid 0, and a uid of its own
+  makes the count this run's alone).
+- "userns" (an ordinary user where unprivileged user namespaces are allowed): the same
+  namespaces inside a new user namespace mapping only the caller's uid; all capabilities
+  are dropped before the program runs. RLIMIT_NPROC counts the caller's processes, so the
+  limit is the caller's current count plus max_procs.
+- "basic": rlimits only, plus an audit hook refusing socket connect/bind/send: a
+  best-effort fallback that ctypes or a subprocess can bypass.
+
+With namespaces: the network namespace has only a downed loopback, so every connection
+fails. In the mount namespace every mount is re-mounted read-only except /tmp, which becomes
+the run's own directory; /var/tmp and /run (other users' files, unix sockets that a network
+namespace does not cover) are hidden behind empty read-only tmpfs; /dev/shm is a small
+private tmpfs (multiprocessing needs it); as root, the interpreter's prefix is re-exposed
+read-only if it sits under a directory the unprivileged uid cannot traverse (pyenv under
+/root here). Then a fork: the child is pid 1 of the new pid namespace, so when it dies the
+kernel kills every process it left behind (a fork bomb, a setsid() escape). The parent just
+waits and mirrors the child's exit status, so `killpg` from the runner kills both, and the
+child's parent-death signal takes pid 1 down with it.
 """
 
 import ctypes
@@ -29,11 +33,15 @@ import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+# statvfs f_flag bit -> the MS_* flag a read-only bind remount must keep (locked in a userns)
+KEEP_FLAGS = {2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: 1024, 2048: 2048, 4096: 1 << 21}
+KERNEL_TREES = ("/proc", "/sys", "/dev")
 SETUP_FAILED = 125          # exit code the runner reads as "the sandbox itself failed"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -82,19 +90,56 @@ def _expose_readonly(path):
     os.close(fd)
 
 
+def _map_caller(uid, gid):
+    """In a new user namespace: keep the caller's own uid/gid, nothing else."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _mount_points():
+    with open("/proc/self/mountinfo") as handle:
+        points = [line.split()[4].replace("\\040", " ") for line in handle]
+    return list(dict.fromkeys(points))
+
+
+def _make_read_only(keep_writable):
+    """Remount every mount read-only, keeping its other flags (a user namespace may not
+    clear nosuid/nodev/noexec it inherited). Kernel trees are left to their own rules."""
+    for point in _mount_points():
+        if point == keep_writable or any(point == t or point.startswith(t + "/")
+                                         for t in KERNEL_TREES):
+            continue
+        try:
+            current = os.statvfs(point).f_flag
+        except OSError:
+            continue                      # hidden by a later mount
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        for bit, keep in KEEP_FLAGS.items():
+            if current & bit:
+                flags |= keep
+        _check(_mount(None, point, None, flags), f"read-only {point}")
+
+
 def _enter_namespaces(cfg):
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+    as_user = cfg["level"] == "userns"
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | (CLONE_NEWUSER if as_user else 0)
+    _check(_libc.unshare(flags), "unshare")
+    if as_user:
+        _map_caller(uid, gid)
     _check(_mount(None, "/", None, MS_REC | MS_PRIVATE), "make mounts private")
-    for path in cfg["expose"]:
-        _expose_readonly(path)
+    if not as_user:
+        for path in cfg["expose"]:
+            _expose_readonly(path)
     # The run's directory becomes /tmp: tempfile and relative paths work, nothing else shows.
     _check(_mount(cfg["workdir"], "/tmp", None, MS_BIND), "bind workdir on /tmp")
-    # /run holds unix sockets (databases, dbus) that a network namespace does not cover.
+    _make_read_only(keep_writable="/tmp")
     for path in ("/var/tmp", "/run", "/dev/mqueue"):
         if os.path.isdir(path):
             _check(_mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k"),
                    f"read-only tmpfs on {path}")
-    # multiprocessing needs a writable /dev/shm: a small private one, gone with the namespace.
     if os.path.isdir("/dev/shm"):
         _check(_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                       f"size={cfg['shm_mb']}m,mode=1777"), "private /dev/shm")
@@ -113,17 +158,31 @@ def _mirror_child(pid):
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def _set_limits(cfg):
+def _processes_of(uid):
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+def _set_limits(cfg, nproc):
     mb = 1024 * 1024
     limits = {
         resource.RLIMIT_AS: cfg["memory_mb"] * mb,
         resource.RLIMIT_CPU: cfg["cpu_s"],
-        resource.RLIMIT_NPROC: cfg["max_procs"],
+        resource.RLIMIT_NPROC: nproc,
         resource.RLIMIT_FSIZE: cfg["max_file_mb"] * mb,
         resource.RLIMIT_NOFILE: cfg["max_open_files"],
         resource.RLIMIT_CORE: 0,
     }
     for which, value in limits.items():
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)      # an ordinary user cannot raise a hard limit
         resource.setrlimit(which, (value, value))
 
 
@@ -131,7 +190,20 @@ def _drop_privileges(uid):
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities():
+    """The user namespace gave us every capability inside it; keep none."""
+    _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), (_CapData * 2)()), "capset")
 
 
 def _deny_network(event, args):
@@ -160,24 +232,31 @@ def _run_program(path):
 
 def main():
     cfg = json.loads(sys.argv[1])
+    level = cfg["level"]
     workdir = cfg["workdir"]
-    if cfg["namespaces"]:
+    nproc = cfg["max_procs"]
+    if level == "userns":
+        nproc += _processes_of(os.getuid())
+    if level in ("namespaces", "userns"):
         _enter_namespaces(cfg)
         workdir = "/tmp"
         pid = os.fork()
         if pid:
             _mirror_child(pid)
-        if _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC) != 0:
-            pass  # a container may refuse a fresh /proc; the host's then shows, read-only to us
-    _set_limits(cfg)
-    if cfg["uid"] is not None:
+        # A container may refuse a fresh /proc; the host's then stays, read-only to us.
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _set_limits(cfg, nproc)
+    if level == "namespaces":
         _drop_privileges(cfg["uid"])
-    if cfg["namespaces"]:
-        # Set after the uid change (which clears it): if the waiting parent is killed
-        # (timeout), pid 1 dies too, and with it the whole namespace, even after a setsid().
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    else:
+    elif level == "userns":
+        _drop_capabilities()
+    if level == "basic":
         sys.addaudithook(_deny_network)
+    else:
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        # Set after the uid change (which clears it): if the waiting parent is killed
+        # (timeout), pid 1 dies too, and with it the whole namespace.
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.umask(0o077)
     os.chdir(workdir)
     _run_program(os.path.join(workdir, cfg["program"]))

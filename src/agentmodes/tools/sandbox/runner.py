@@ -32,7 +32,7 @@ SHM_MB = 64             # private /dev/shm per run (tmpfs pages are not in RLIMI
 # Only what a Python program needs; nothing of the caller's environment (API keys, tokens).
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
              "HOME": "/tmp", "TMPDIR": "/tmp"}
-LEVELS = ("namespaces", "basic")
+LEVELS = ("namespaces", "userns", "basic")
 _SIGNAL_REASONS = {signal.SIGXCPU: "cpu limit", signal.SIGXFSZ: "file size limit",
                    signal.SIGKILL: "killed (SIGKILL: cpu or memory limit)"}
 
@@ -68,20 +68,23 @@ def _release_uid(uid: Optional[int]) -> None:
 
 @functools.lru_cache(maxsize=1)
 def isolation_level() -> str:
-    """"namespaces" (root, unshare allowed: own uid, no network, private /tmp, pid namespace)
-    or "basic" (rlimits, own session, audit-hook network block, caller's uid). Forced by
-    AGENTMODES_SANDBOX_ISOLATION; otherwise probed once with a real run."""
+    """The strongest level that works here, probed once with a real run:
+    "namespaces" (root: own uid per run, network/mount/pid namespaces), "userns" (an ordinary
+    user: the same namespaces inside a user namespace, capabilities dropped), or "basic"
+    (rlimits, own session, audit-hook network block). AGENTMODES_SANDBOX_ISOLATION forces one."""
     forced = os.environ.get("AGENTMODES_SANDBOX_ISOLATION", "").strip()
     if forced:
         if forced not in LEVELS:
             raise SandboxError(f"AGENTMODES_SANDBOX_ISOLATION must be one of {', '.join(LEVELS)}, "
                                f"not {forced!r}")
         return forced
-    if os.geteuid() != 0:
-        return "basic"
-    probe = _run("import json, socket, collections", SandboxLimits(timeout_s=10), None,
-                 "namespaces", {})
-    return "namespaces" if probe.passed else "basic"
+    candidates = ("namespaces", "userns") if os.geteuid() == 0 else ("userns",)
+    for level in candidates:
+        probe = _run("import json, socket, collections", SandboxLimits(timeout_s=10), None,
+                     level, {})
+        if probe.passed:
+            return level
+    return "basic"
 
 
 def run_python(code: str, *, timeout_s: float = 10.0, memory_mb: int = 1024,
@@ -128,7 +131,7 @@ def _run(code: str, limits: SandboxLimits, stdin: Optional[str], level: str,
          files: dict[str, str]) -> SandboxResult:
     uid = _allocate_uid() if level == "namespaces" else None
     workdir = _prepare_dir(code, stdin, files, uid)
-    config = {"workdir": workdir, "program": PROGRAM, "namespaces": level == "namespaces",
+    config = {"workdir": workdir, "program": PROGRAM, "level": level,
               "uid": uid, "expose": [os.path.realpath(sys.base_prefix)],
               "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds(),
               "max_procs": limits.max_procs, "max_file_mb": limits.max_file_mb,
