@@ -143,7 +143,7 @@ def test_request_carries_streaming_usage_stop_tools_and_key(server):
     server.play(GOOD)
     tools = [ToolSpec("rag_search", "Search the documents")]
     result = collect(_model(server.url).stream(
-        MESSAGES, GenerationOptions(stop=["OBSERVATION:"], max_tokens=7, tools=tools,
+        MESSAGES, GenerationOptions(stop=["OBSERVATION:", "a", "b", "c", "d"], max_tokens=7, tools=tools,
                                     grammar="root ::= \"x\"")))
     assert result.text == "Hello world"
     assert (result.usage.prompt_tokens, result.usage.completion_tokens,
@@ -151,7 +151,8 @@ def test_request_carries_streaming_usage_stop_tools_and_key(server):
     body = server.requests[0]
     assert body["_path"] == "/v1/chat/completions" and body["_auth"] == "Bearer sk-test"
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
-    assert body["stop"] == ["OBSERVATION:"] and body["max_tokens"] == 7
+    assert body["stop"] == ["OBSERVATION:", "a", "b", "c"]         # OpenAI's limit is 4
+    assert body["max_tokens"] == 7
     assert body["tools"][0]["function"]["name"] == "rag_search"
     assert "grammar" not in body          # only forwarded when enabled
 

@@ -42,6 +42,7 @@ from ..events import Usage
 from .base import ChatChunk, GenerationOptions, Message, ToolCallDelta
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_STOP_SEQUENCES = 4
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
@@ -128,7 +129,8 @@ class OpenAICompatModel:
         if options.max_tokens is not None:
             body["max_tokens"] = options.max_tokens
         if options.stop:
-            body["stop"] = list(options.stop)
+            # OpenAI rejects more than 4; the parser cuts any invented continuation anyway
+            body["stop"] = list(options.stop)[:MAX_STOP_SEQUENCES]
         if options.tools:
             body["tools"] = [t.to_openai() for t in options.tools]
         if options.grammar and self.supports_grammar:
