@@ -129,7 +129,8 @@ async def _answer(session: _Session, service: AgentChatService, request: ChatReq
     stopped = False
     async with events_of(gen) as events:
         async for event in events:
-            # Leaving the loop closes the run: client gone, or it asked to cancel.
+            # Leaving the loop closes the run: client gone, or it asked to cancel. Events are
+            # pulled one at a time, so a run never gets ahead of what the client has seen.
             if session.cancel.is_set() or not await session.send(event):
                 stopped = True
                 break

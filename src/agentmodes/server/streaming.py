@@ -1,6 +1,9 @@
 """Drive the service's synchronous event generator from async code, one event at a time.
 
-Each `next()` runs in the run's own worker thread, so a slow LLM never blocks the event loop. When the
+Each `next()` runs in the run's own worker thread, so a slow LLM never blocks the event loop.
+Pulling (rather than a thread running the generator ahead) keeps runs in step with their
+clients: under load every run gets its first event out early instead of some runs racing
+to the end while others wait (measured with `agentmodes bench server`). When the
 consumer stops early (client disconnected, cancel message, task cancelled) the generator is
 closed — in a shielded scope, so a cancellation cannot skip it — which closes the agent's
 stream and its LLM request and lets the service store the partial answer as `cancelled`.
