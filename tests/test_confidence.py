@@ -28,8 +28,8 @@ def test_packaged_model_covers_every_mode_with_a_sane_threshold():
 
 def test_confidence_in_range_and_never_rising_down_the_list():
     for mode in FEATURES:
-        conf = confidences(mode, _features(mode, [9, 2, 8, 1], [7, -6, 7, 0],
-                                           [1, 0.2, 1, 0], [0.9, 0.7, 0.9, 0.6]))
+        conf = np.asarray(confidences(mode, _features(mode, [9, 2, 8, 1], [7, -6, 7, 0],
+                                                      [1, 0.2, 1, 0], [0.9, 0.7, 0.9, 0.6])))
         assert np.all((conf >= 0) & (conf <= 1))
         assert np.all(np.diff(conf) <= 0)
 

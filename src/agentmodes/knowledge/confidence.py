@@ -20,6 +20,7 @@ Confidence never rises down a result list (a lower-ranked hit is capped by the o
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from pathlib import Path
 
@@ -62,15 +63,26 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -40, 40)))
 
 
+@lru_cache(maxsize=8)
+def _coefficients(mode: str) -> tuple[float, ...]:
+    return tuple(float(c) for c in load_model()["modes"][mode]["coef"])
+
+
 def confidences(mode: str, features: dict[str, np.ndarray],
-                model: dict | None = None) -> np.ndarray:
+                model: dict | None = None) -> list[float]:
     """Calibrated confidence (0..1) of each hit of one ranked list, best first."""
     if not features:
-        return np.zeros(0)
-    model = model or load_model()
-    coef = np.asarray(model["modes"][mode]["coef"], dtype=np.float64)
-    probs = sigmoid(design_matrix(mode, features) @ coef)
-    return np.minimum.accumulate(probs)
+        return []
+    coef = _coefficients(mode) if model is None else tuple(model["modes"][mode]["coef"])
+    # A result list is a handful of hits: plain floats beat numpy's per-call overhead here,
+    # and this runs on every search.
+    columns = [features[name].tolist() for name in FEATURES[mode]]
+    out, cap = [], 1.0
+    for values in zip(*columns):
+        logit = coef[0] + sum(w * v for w, v in zip(coef[1:], values))
+        cap = min(cap, 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, logit)))))
+        out.append(cap)
+    return out
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None,

@@ -81,10 +81,14 @@ def zscores(scores: np.ndarray) -> np.ndarray:
 def standardise(scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """z-scores of the given rows only (same as zscores(scores)[rows], without the full
     vector: the lexical and semantic paths need z just for their top hits)."""
-    std = float(scores.std()) if scores.size else 0.0
-    if std <= 1e-12:
+    n = scores.size
+    if n == 0:
         return np.zeros(len(rows), dtype=np.float32)
-    return ((scores[rows] - float(scores.mean())) / std).astype(np.float32)
+    mean = float(scores.sum()) / n
+    variance = float(np.dot(scores, scores)) / n - mean * mean  # one pass each, no temporaries
+    if variance <= 1e-12:
+        return np.zeros(len(rows), dtype=np.float32)
+    return ((scores[rows] - mean) / variance ** 0.5).astype(np.float32)
 
 
 def zscore_fusion(lexical_z: np.ndarray, dense_z: np.ndarray,

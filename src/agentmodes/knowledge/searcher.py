@@ -83,8 +83,8 @@ class Searcher:
         """Top-k chunks for the query, best first, each with score and confidence."""
         ranking = self.rank(query, mode, k)
         conf = confidences(ranking.mode, ranking.features)
-        return [ScoredChunk(int(i), float(s), float(c))
-                for i, s, c in zip(ranking.ids, ranking.scores, conf)]
+        return [ScoredChunk(i, s, c)
+                for i, s, c in zip(ranking.ids.tolist(), ranking.scores.tolist(), conf)]
 
     def rank(self, query: str, mode: str = "hybrid", k: int = 5) -> Ranking:
         """The ranking behind `search`; the benchmark fits confidence on these features."""
