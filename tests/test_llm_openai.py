@@ -143,7 +143,8 @@ def test_request_carries_streaming_usage_stop_tools_and_key(server):
     server.play(GOOD)
     tools = [ToolSpec("rag_search", "Search the documents")]
     result = collect(_model(server.url).stream(
-        MESSAGES, GenerationOptions(stop=["OBSERVATION:", "a", "b", "c", "d"], max_tokens=7, tools=tools,
+        MESSAGES, GenerationOptions(stop=["OBSERVATION:", "a", "b", "c", "d"], max_tokens=7,
+                                    tools=tools,
                                     grammar="root ::= \"x\"")))
     assert result.text == "Hello world"
     assert (result.usage.prompt_tokens, result.usage.completion_tokens,
