@@ -176,3 +176,22 @@ def test_reflection_pass_refines_the_answer_and_is_stored(tmp_path):
         too_many = client.post("/api/chat", json={"message": "x", "reflect": 9})
         assert too_many.status_code == 422
     service.close()
+
+
+def test_a_failing_model_ends_with_an_error_event_and_an_error_message(tmp_path):
+    from agentmodes.llm.scripted import ScriptedModel
+
+    service = make_service(tmp_path, model_factory=lambda: ScriptedModel([]))
+    with TestClient(create_app(service, ServerConfig())) as client:
+        with client.websocket_connect("/api/ws") as ws:
+            events = stream_ws(ws, {"message": "Wann offen?"})
+            assert events[-1]["fatal"] and "no reply left" in events[-1]["message"]
+            # The socket and the service go on.
+            assert stream_ws(ws, {"message": "Noch einmal?"})[-1]["fatal"]
+        reply = client.post("/v1/chat/completions", json={
+            "model": "default", "messages": [{"role": "user", "content": "hi"}]})
+        assert reply.status_code == 500 and "no reply left" in reply.json()["error"]["message"]
+    stored = _assistant_messages(service)
+    assert len(stored) == 3 and {m.status for m in stored} == {"error"}
+    assert all("no reply left" in m.error for m in stored)
+    service.close()

@@ -254,8 +254,7 @@ class AgentChatService:
             error = str(err) if isinstance(err, AgentModesError) else \
                 f"internal error ({type(err).__name__})"
             log.exception("run failed for chatbot %s", bot.name)
-            yield {"status": "error", "message": error, "fatal": True,
-                       "conversation_id": conv.id}
+            yield {"status": "error", "message": error, "fatal": True, "conversation_id": conv.id}
         finally:
             if events is not None and hasattr(events, "close"):
                 events.close()          # closes the LLM request of an unfinished run
