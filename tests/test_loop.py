@@ -307,6 +307,10 @@ def test_an_answer_before_any_search_is_grounded_by_searching_the_question_first
         "rag_search", Q, "answer_without_sources")
     assert kb.queries == [(Q, "hybrid")]
     assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
+    # without a knowledge base there is nothing to ground on: the answer stands
+    agent, _ = make_agent(["FINAL ANSWER: Bern"])
+    agent.knowledge = None
+    assert done_of(run(agent))["full_response"] == "Bern"
     # ACT's respond before any search is grounded the same way
     agent, model = make_agent(['ACTION: respond("Immer geöffnet.")', "Mo-Fr 9-18 Uhr [1]"],
                               agent_mode="act", agent_max_iterations=1)

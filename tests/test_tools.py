@@ -150,6 +150,8 @@ def test_registry_builds_the_enabled_tools_in_order(monkeypatch):
     assert tools.get("web_search").provider is not None
     assert tools.listing("de")[0] == ("lexical_search", "query", "Wörtliche Suche in den Dokumenten")
     assert [s.name for s in tools.specs()] == ["lexical_search", "web_search"]
-    assert tools.search_tool().name == "lexical_search"
+    assert tools.search_tool().name == "web_search"   # no KB: the web is what can search
+    assert build_tools(ChatbotSettings(), None).search_tool() is None
+    assert build_tools(ChatbotSettings(), object()).search_tool().name == "rag_search"
     with pytest.raises(ConfigError, match="unknown tool 'python'"):
         build_tools(ChatbotSettings(tools_enabled=["python"]), None)

@@ -28,10 +28,12 @@ class ToolSet:
         return self.by_name.get(name)
 
     def search_tool(self) -> Optional[Tool]:
-        """The tool the loop falls back to when a model cannot produce a readable action."""
+        """The search the loop runs itself (unreadable steps, answers before any search):
+        only one that can search (a KB is open, a web provider is configured)."""
         for name in ("rag_search", "lexical_search", "web_search"):
-            if name in self.by_name:
-                return self.by_name[name]
+            tool = self.by_name.get(name)
+            if tool is not None and getattr(tool, "ready", True):
+                return tool
         return None
 
     def listing(self, lang: str, *, include_respond: bool = True) -> list[tuple[str, str, str]]:

@@ -43,6 +43,10 @@ class SearchTool:
         self.description_de = description_de
         self.lang = lang
 
+    @property
+    def ready(self) -> bool:
+        return self.kb is not None
+
     def __call__(self, argument: str) -> ToolResult:
         query = argument.strip()
         if not query:

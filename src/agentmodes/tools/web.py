@@ -65,6 +65,10 @@ class WebSearchTool:
         self.max_results = max_results
         self.lang = lang
 
+    @property
+    def ready(self) -> bool:
+        return self.provider is not None
+
     def __call__(self, argument: str) -> ToolResult:
         lang = self.lang if self.lang in _NO_KEY else "en"
         if self.provider is None:
