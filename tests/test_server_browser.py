@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agentmodes.server import ServerConfig
 from server_support import ANSWER, REFLACT_SCRIPT, SlowScriptedModel, live_server, make_service
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -19,19 +20,26 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="needs Debian's chromium (apt-get install -y chromium)")
 
 
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
 @pytest.fixture
-def page(tmp_path):
+def page(tmp_path, browser):
     # Slow enough that the page shows the trace growing before the answer arrives.
     # Runs with a Reflection pass use the two extra replies (critique, refinement).
     script = REFLACT_SCRIPT + ['{"issues": ["Der Samstag fehlt."], "verdict": "revise"}', REFINED]
     service = make_service(tmp_path, model_factory=lambda: SlowScriptedModel(script, delay=0.01))
-    with live_server(service) as url, playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+    with live_server(service) as url:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(url + "/")
         yield page, service
-        browser.close()
+        page.close()
     service.close()
 
 
@@ -88,3 +96,32 @@ def test_ask_streams_answer_and_trace_then_history_and_settings(page):
     expect(review).to_contain_text("Der Samstag fehlt.")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "server_page.png"), full_page=True)
+
+
+def test_with_api_keys_the_page_uploads_and_chats_with_the_stored_key(tmp_path, browser):
+    service = make_service(tmp_path)
+    config = ServerConfig(admin_key="admin-Qq7", chat_key="chat-Ww3")
+    (tmp_path / "preise.md").write_text("# Preise\n\nEine Beratung kostet 90 Euro.\n",
+                                        encoding="utf-8")
+    with live_server(service, config) as url:
+        page = browser.new_page()
+        page.goto(url + "/")
+        expect = playwright.expect
+        expect(page.locator("#status")).to_contain_text("needs an API key")
+        page.once("dialog", lambda dialog: dialog.accept("admin-Qq7"))
+        page.click("#key-button")
+        expect(page.locator("#chatbot")).to_have_value("default")
+
+        page.locator("#documents-panel summary").click()
+        page.set_input_files("#upload-files", str(tmp_path / "preise.md"))
+        page.click("#upload-form button")
+        expect(page.locator("#upload-message")).to_have_text(
+            "Ingested: 1 added, 0 updated, 0 skipped.", timeout=20_000)
+        expect(page.locator("#documents li")).to_have_text(["preise.md"])
+
+        page.fill("#question", "Wann hat die DG Agentur geöffnet?")
+        page.click("#send")
+        expect(page.locator(".turn .answer-text")).to_have_text(ANSWER, timeout=15_000)
+        page.close()
+    assert [d.name for d in (tmp_path / "data").glob("uploads/*/preise.md")] == ["preise.md"]
+    service.close()

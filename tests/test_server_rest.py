@@ -134,6 +134,28 @@ def test_upload_ingests_in_background_and_documents_become_searchable(client):
     assert any("40 Euro" in h.text for h in kb.search("Beratung kostet", mode="lexical", k=3))
 
 
+def test_upload_of_several_types_in_one_batch(client, tmp_path):
+    from kb_fixtures import HTML, write_pdf
+
+    pdf = write_pdf(tmp_path / "plants.pdf").read_bytes()
+    files = [("files", ("plants.pdf", pdf, "application/pdf")),
+             ("files", ("volcano.html", HTML.encode(), "text/html")),
+             ("files", ("notes.txt", "Fähren fahren stündlich.".encode(), "text/plain"))]
+    job = _wait_job(client, client.post("/api/chatbots/default/documents", files=files).json()["id"])
+    assert job["status"] == "done" and sorted(job["report"]["added"]) == [
+        "notes.txt", "plants.pdf", "volcano.html"]
+    kb = client.app.state.service.knowledge(client.app.state.service.get_chatbot("default"))
+    assert any("Chlorophyll" in h.text for h in kb.search("Chlorophyll", mode="lexical", k=3))
+
+
+def test_one_bad_file_rejects_the_whole_batch(client):
+    files = [("files", ("good.md", b"# Gut\n\nAlles gut.", "text/markdown")),
+             ("files", ("bad.pdf", b"not a pdf", "application/pdf"))]
+    assert client.post("/api/chatbots/default/documents", files=files).status_code == 422
+    assert client.get("/api/chatbots/default/documents").json() == []
+    assert client.get("/api/chatbots/default/jobs").json() == []
+
+
 @pytest.mark.parametrize("name,content,why", [
     ("run.exe", b"MZ\x90\x00", "not accepted"),
     ("fake.pdf", b"<html>not a pdf</html>", "not a PDF"),

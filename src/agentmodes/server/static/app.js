@@ -8,10 +8,12 @@ const state = { chatbot: null, conversation: null, ws: null, running: null, auth
 function apiKey() { return localStorage.getItem("agentmodes-key") || ""; }
 
 async function api(path, options = {}) {
-  const headers = Object.assign({ "Content-Type": "application/json" }, options.headers || {});
+  // FormData sets its own multipart Content-Type (with the boundary).
+  const json = !(options.body instanceof FormData);
+  const headers = Object.assign(json ? { "Content-Type": "application/json" } : {}, options.headers || {});
   if (apiKey()) headers.Authorization = "Bearer " + apiKey();
   const response = await fetch(path, Object.assign({}, options, { headers }));
-  if (response.status === 401) setStatus("This server needs an API key: use the API key button.");
+  if (response.status === 401) throw new Error("This server needs an API key: use the API key button.");
   if (!response.ok) {
     const body = await response.json().catch(() => ({}));
     throw new Error(body.detail || response.statusText);
@@ -223,7 +225,46 @@ async function selectChatbot(name) {
   localStorage.setItem("agentmodes-chatbot", name);
   const bot = await api(`/api/chatbots/${encodeURIComponent(name)}`);
   $("settings-json").value = JSON.stringify(bot.settings, null, 2);
-  await loadConversations();
+  await Promise.all([loadConversations(), loadDocuments()]);
+}
+
+async function loadDocuments() {
+  const docs = await api(`/api/chatbots/${encodeURIComponent(state.chatbot)}/documents`);
+  $("documents").replaceChildren(...docs.map((d) => {
+    const link = el("a", null, d.name);
+    link.href = `/api/chatbots/${encodeURIComponent(state.chatbot)}/documents/${encodeURIComponent(d.name)}`;
+    link.target = "_blank";
+    const item = el("li");
+    item.append(link);
+    return item;
+  }));
+}
+
+async function upload(event) {
+  event.preventDefault();
+  const message = $("upload-message");
+  const files = $("upload-files").files;
+  if (!files.length) return;
+  const form = new FormData();
+  for (const file of files) form.append("files", file);
+  try {
+    let job = await api(`/api/chatbots/${encodeURIComponent(state.chatbot)}/documents`,
+                        { method: "POST", body: form });
+    while (job.status === "queued" || job.status === "running") {
+      const p = job.progress || {};
+      message.textContent = `Ingesting… ${p.phase || ""} ${p.done ?? 0}/${p.total ?? "?"}`;
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      job = await api(`/api/jobs/${job.id}`);
+    }
+    const report = job.report || {};
+    message.textContent = job.status === "done"
+      ? `Ingested: ${(report.added || []).length} added, ${(report.updated || []).length} updated, ${(report.skipped || []).length} skipped.`
+      : "Ingest failed: " + job.error;
+    $("upload-files").value = "";
+    await loadDocuments();
+  } catch (err) {
+    message.textContent = "Not uploaded: " + err.message;
+  }
 }
 
 async function loadConversations() {
@@ -290,6 +331,7 @@ $("new-conversation").addEventListener("click", () => {
   loadConversations();
 });
 $("settings-form").addEventListener("submit", saveSettings);
+$("upload-form").addEventListener("submit", upload);
 $("key-button").addEventListener("click", () => {
   const key = prompt("API key for this server (stored in this browser only):", apiKey());
   if (key === null) return;
