@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import importlib.metadata
+import os
 import statistics
 import sys
 import time
@@ -303,6 +304,9 @@ def run_all(iterations: int = 20, runs: int = 50,
         "benchmark": "framework overhead per agent iteration (fake model, trivial tool)",
         "iterations_per_run": iterations,
         "python": sys.version.split()[0],
+        # p95 is sensitive to other processes on the machine; the load says how busy it was
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
         "results": [{k: v for k, v in asdict(r).items() if k != "times_us"}
                     | {"ratio_to_ours": _ratio(r.median_us, ours_m.median_us)}
                     for r in results],
@@ -325,7 +329,11 @@ def _ratio(value: float, base: float) -> Optional[float]:
 def markdown(report: dict) -> str:
     lines = [f"# Framework overhead per iteration\n",
              f"{report['benchmark']}; {report['iterations_per_run']} tool iterations per run, "
-             f"Python {report['python']}. Ratio = framework median / agentmodes ReAct median.\n",
+             f"Python {report['python']}, {report['cpus']} CPUs, load average "
+             f"{report['load_average_1m']} during the run. Ratio = framework median / "
+             "agentmodes ReAct median. p95 includes the runs in which another process took "
+             "the CPU (a run of ours lasts well under a millisecond, so one preemption "
+             "shows); calls/iter does not depend on load.\n",
              "| framework | version | median µs/iter | p95 µs/iter | calls/iter | ratio |",
              "|---|---|---:|---:|---:|---:|"]
     for r in report["results"]:
