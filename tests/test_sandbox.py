@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmodes.tools.sandbox import SandboxError, isolation_level, run_python
+from agentmodes.tools.sandbox import SandboxError, SandboxLimits, isolation_level, run_python
 from agentmodes.tools.sandbox.runner import CHILD
 
 ISOLATED = isolation_level() == "namespaces"
@@ -297,3 +297,38 @@ def test_ordinary_user_gets_user_namespace_isolation():
     assert "Network is unreachable" in report["net"]["stderr"]
     assert report["bomb"]["timed_out"] and report["ok"] == "7\n"
     assert not Path("/var/tmp/agentmodes_user_escape").exists()
+
+
+def test_a_program_killed_by_a_signal_is_reported_as_such():
+    result = run_python("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\nprint('alive')")
+    assert not result.passed and result.exit_code == -15
+    assert result.killed_reason == "signal SIGTERM" and "alive" not in result.stdout
+
+
+def test_cpu_limit_ends_a_busy_loop_before_the_wall_clock():
+    result = run_python("while True:\n    pass\n",
+                        limits=SandboxLimits(timeout_s=60, cpu_s=1))
+    assert not result.passed and not result.timed_out
+    assert result.killed_reason == "cpu limit" and result.duration_s < 30
+
+
+@needs_namespaces
+def test_background_processes_die_with_the_program():
+    token = f"agentmodes-daemon-{os.getpid()}-{time.time_ns()}"
+    code = ("import subprocess, sys\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', "
+            f"'{token}'], start_new_session=True)\n"
+            "print('spawned')\n")
+    result = run_python(code)
+    assert result.passed and result.stdout == "spawned\n"
+    time.sleep(0.3)
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit()
+                 and token.encode() in _read(p / "cmdline")]
+    assert leftovers == []
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

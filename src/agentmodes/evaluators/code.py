@@ -15,10 +15,18 @@ from typing import Any, Optional
 from ..tools.sandbox import SandboxLimits, SandboxResult, run_python
 from .base import Evaluation
 
-# Wall clock per program when scoring. Most reference solutions take well under a second,
-# but MBPP/123's takes 2.5 s of CPU alone and missed a 6 s deadline on this shared 2-core
-# machine under load; 10 s keeps a slow correct answer correct.
-SCORING_LIMITS = SandboxLimits(timeout_s=10.0, memory_mb=1024, max_procs=32)
+def scoring_limits(cpu_seconds: float = 10.0) -> SandboxLimits:
+    """Limits for scoring: CPU time decides, the wall clock is only a backstop (3x + 5 s).
+
+    On a shared 2-core machine a correct but slow solution (MBPP/123's reference takes
+    2.5 s of CPU) missed a 10 s wall-clock deadline under load; a CPU-time limit gives every
+    program the same budget however busy the machine is, and still ends endless loops.
+    The wall clock catches programs that sleep or block instead of computing."""
+    cpu = max(1, round(cpu_seconds))
+    return SandboxLimits(timeout_s=3 * cpu_seconds + 5, cpu_s=cpu, memory_mb=1024, max_procs=32)
+
+
+SCORING_LIMITS = scoring_limits()
 FEEDBACK_LINES = 12
 
 

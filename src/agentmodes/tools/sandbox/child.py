@@ -19,10 +19,10 @@ the run's own directory; /var/tmp and /run (other users' files, unix sockets tha
 namespace does not cover) are hidden behind empty read-only tmpfs; /dev/shm is a small
 private tmpfs (multiprocessing needs it); as root, the interpreter's prefix is re-exposed
 read-only if it sits under a directory the unprivileged uid cannot traverse (pyenv under
-/root here). Then a fork: the child is pid 1 of the new pid namespace, so when it dies the
-kernel kills every process it left behind (a fork bomb, a setsid() escape). The parent just
-waits and mirrors the child's exit status, so `killpg` from the runner kills both, and the
-child's parent-death signal takes pid 1 down with it.
+/root here). Three processes then: this one (outside, mirrors the program's exit status, so
+`killpg` from the runner hits it), pid 1 of the new pid namespace (only reaps; when it dies
+the kernel kills everything left in the namespace: a fork bomb, a setsid() escape, a
+daemon), and the program (pid 2). Parent-death signals chain the three together.
 """
 
 import ctypes
@@ -145,17 +145,34 @@ def _enter_namespaces(cfg):
                       f"size={cfg['shm_mb']}m,mode=1777"), "private /dev/shm")
 
 
-def _mirror_child(pid):
-    """Namespace init's parent: wait for pid 1 and exit the way it did."""
+def _mirror(pid, status_pipe):
+    """Outside the pid namespace: wait for its init and exit the way the program did
+    (init passes the program's raw wait status through `status_pipe`)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     _, status = os.waitpid(pid, 0)
+    reported = os.read(status_pipe, 32)
+    if reported:
+        status = int(reported)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):     # these cannot be re-armed
+            signal.signal(sig, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _init(program_pid, status_pipe):
+    """Pid 1 of the namespace: reap orphans until the program ends, report its status, exit
+    (which kills whatever it left behind). The program is not pid 1 itself because pid 1
+    ignores signals it has no handler for, so `os.kill(os.getpid(), SIGTERM)` or abort()
+    would not end it."""
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == program_pid:
+            os.write(status_pipe, str(status).encode())
+            os._exit(0)
 
 
 def _processes_of(uid):
@@ -180,10 +197,13 @@ def _set_limits(cfg, nproc):
         resource.RLIMIT_CORE: 0,
     }
     for which, value in limits.items():
-        soft, hard = resource.getrlimit(which)
+        _, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)      # an ordinary user cannot raise a hard limit
-        resource.setrlimit(which, (value, value))
+        # CPU: SIGXCPU at the soft limit says why it died; SIGKILL a second later if caught.
+        top = value + 1 if which == resource.RLIMIT_CPU and hard == resource.RLIM_INFINITY \
+            else value
+        resource.setrlimit(which, (value, top))
 
 
 def _drop_privileges(uid):
@@ -240,11 +260,20 @@ def main():
     if level in ("namespaces", "userns"):
         _enter_namespaces(cfg)
         workdir = "/tmp"
+        status_read, status_write = os.pipe()
         pid = os.fork()
         if pid:
-            _mirror_child(pid)
+            os.close(status_write)
+            _mirror(pid, status_read)
+        os.close(status_read)
+        # If the mirror is killed (timeout), init dies, and with it the whole namespace.
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         # A container may refuse a fresh /proc; the host's then stays, read-only to us.
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        pid = os.fork()
+        if pid:
+            _init(pid, status_write)
+        os.close(status_write)
     _set_limits(cfg, nproc)
     if level == "namespaces":
         _drop_privileges(cfg["uid"])
@@ -254,8 +283,7 @@ def main():
         sys.addaudithook(_deny_network)
     else:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        # Set after the uid change (which clears it): if the waiting parent is killed
-        # (timeout), pid 1 dies too, and with it the whole namespace.
+        # Set after the uid change (which clears it): the program dies with its init.
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.umask(0o077)
     os.chdir(workdir)

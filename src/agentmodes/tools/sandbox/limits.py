@@ -44,7 +44,7 @@ class SandboxResult:
     def summary(self) -> str:
         """One line for feedback text and logs."""
         if self.timed_out:
-            return "timed out"
+            return "timed out (wall clock)"
         if self.killed_reason:
-            return f"killed ({self.killed_reason})"
+            return f"was killed: {self.killed_reason}"
         return "passed" if self.passed else f"failed (exit code {self.exit_code})"

@@ -34,7 +34,7 @@ CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL"
              "HOME": "/tmp", "TMPDIR": "/tmp"}
 LEVELS = ("namespaces", "userns", "basic")
 _SIGNAL_REASONS = {signal.SIGXCPU: "cpu limit", signal.SIGXFSZ: "file size limit",
-                   signal.SIGKILL: "killed (SIGKILL: cpu or memory limit)"}
+                   signal.SIGKILL: "SIGKILL (cpu time or memory limit)"}
 
 
 class SandboxError(AgentModesError):
