@@ -36,6 +36,16 @@ def test_act_text_protocol_search_then_respond():
     assert model.calls[0]["options"].tools is None
 
 
+def test_act_seed_trace_respond_answer_loses_its_hanging_indent():
+    agent, _ = make_agent(['ACTION: rag_search("Öffnungszeiten")',
+                           'ACTION: respond("Die Öffnungszeiten sind Montag bis Freitag\n'
+                           '                 von 9 bis 18 Uhr und Samstag von 10 bis 14 Uhr. [1]")'],
+                          agent_mode="act")
+    assert done_of(list(agent.stream("Was sind die Öffnungszeiten?")))["full_response"] == (
+        "Die Öffnungszeiten sind Montag bis Freitag\nvon 9 bis 18 Uhr und Samstag von 10 bis "
+        "14 Uhr. [1]")
+
+
 def test_act_clarifying_question_through_respond():
     agent, _ = make_agent(['ACTION: respond("Meinen Sie die Öffnungszeiten des Büros oder die '
                            'telefonische Erreichbarkeit?")'], agent_mode="act")

@@ -143,7 +143,7 @@ def parse_step(text: str, *, reflact: bool = False) -> Step:
             _read_action(step, body)
         elif kind == "answer" and not decided:
             decided = True
-            step.final_answer = _clean_answer(body)
+            step.final_answer = clean_answer(body)
             if not step.final_answer:
                 step.error = ParseError("FINAL ANSWER was empty",
                                         "Write the answer after FINAL ANSWER:.", "empty_answer")
@@ -188,7 +188,7 @@ def _apply_call(step: Step, call: tuple[str, str]) -> None:
     name, argument = call
     name = ALIASES.get(name.lower(), name) if name.lower() not in KNOWN_TOOLS else name.lower()
     if name == FINISH:
-        step.final_answer = _clean_answer(argument)
+        step.final_answer = clean_answer(argument)
         if not step.final_answer:
             step.error = ParseError("Finish[] was empty", "Write the answer inside Finish[...].",
                                     "empty_answer")
@@ -270,7 +270,7 @@ def argument_from_json(args: object) -> str:
     return ""
 
 
-def _clean_answer(body: str) -> str:
+def clean_answer(body: str) -> str:
     """Strip the answer; remove the hanging indent of continuation lines (seed 000 trace)."""
     lines = body.strip().splitlines()
     if len(lines) > 1:

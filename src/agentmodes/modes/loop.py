@@ -21,7 +21,8 @@ from .. import prompts
 from ..errors import LLMError
 from ..events import Event, Usage
 from ..llm.base import ChatModel, GenerationOptions, Message
-from ..parsing import LABEL_RE, Action, SectionRouter, Step, argument_from_json, parse_step
+from ..parsing import (LABEL_RE, Action, SectionRouter, Step, argument_from_json,
+                       clean_answer, parse_step)
 from ..tools.base import ToolResult
 from ..tools.observation import format_sources, snippet
 from ..tools.registry import ToolSet
@@ -329,7 +330,8 @@ class Episode:
 
     # -- the answer -------------------------------------------------------------------------
     def _finish(self, answer: str, it: int) -> Iterator[Event]:
-        answer = clean_citations(answer, len(self.book)).strip() or self._fallback_answer()
+        answer = clean_citations(clean_answer(answer), len(self.book)).strip() \
+            or self._fallback_answer()
         yield {"status": "final_answer", "iteration": it, "usage": self.last_usage}
         yield {"delta": answer}
         yield self._done(answer)
