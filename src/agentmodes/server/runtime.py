@@ -59,10 +59,10 @@ def build_service(db: str, *, kb: Optional[str] = None, llm: Optional[str] = Non
     if kb is not None and not Path(kb).expanduser().is_file():
         raise ConfigError(f"knowledge base {kb} does not exist; create it with "
                           f"`agentmodes ingest DOCS --kb {kb}`")
+    if "llm_factory" not in kwargs:      # a bad --llm fails before any file is created
+        kwargs["llm_factory"] = llm_factory(llm)
     store = ChatStore.open(db)
     store.fail_orphaned_jobs()
-    if "llm_factory" not in kwargs:
-        kwargs["llm_factory"] = llm_factory(llm)
     service = AgentChatService(store, data_dir=data_dir_for(db), **kwargs)
     if kb is not None:
         service.ensure_chatbot("default", kb_path=str(Path(kb).expanduser().resolve()))
