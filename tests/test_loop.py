@@ -323,3 +323,17 @@ def test_an_answer_before_any_search_is_grounded_by_searching_the_question_first
                                                 ("assistant", "Mo-Fr 9-18 Uhr.")])
     agent, _ = make_agent(['ACTION: respond("Welche Filiale meinen Sie?")'], agent_mode="act")
     assert done_of(run(agent))["full_response"] == "Welche Filiale meinen Sie?"
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 8, 64])
+def test_streamed_final_answer_matches_the_full_response(chunk_size):
+    agent, model = make_agent([SEARCH.format("Öffnungszeiten"),
+                               "REFLECTION: fertig\nFINAL ANSWER: Mo-Fr 9-18 Uhr [1][9], "
+                               "Sa nach Vereinbarung [1, 12]."], agent_max_iterations=1)
+    model.chunk_size = chunk_size
+    events = run(agent)
+    streamed = "".join(e["delta"] for e in events if "delta" in e and "status" not in e)
+    done = done_of(events)
+    assert done["full_response"] == "Mo-Fr 9-18 Uhr [1], Sa nach Vereinbarung [1]."
+    assert streamed.strip() == done["full_response"]
+    assert "fertig" not in streamed and "FINAL" not in streamed    # the final call's labels
