@@ -135,3 +135,12 @@ def test_cors_is_off_unless_origins_are_configured(tmp_path):
         other = open_.options("/api/chat", headers={**preflight, "Origin": "https://evil.test"})
         assert "access-control-allow-origin" not in other.headers
     service.close()
+
+
+def test_serve_reports_a_missing_kb_or_script_in_one_line(tmp_path):
+    for args, message in ((["--kb", str(tmp_path / "none.db")], "does not exist"),
+                          (["--llm", f"scripted:{tmp_path / 'none.json'}"], "not found")):
+        result = _serve(*args, "--db", str(tmp_path / "c.db"))
+        assert result.returncode == 2 and message in result.stderr
+        assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+        assert not (tmp_path / "c.db").exists()
