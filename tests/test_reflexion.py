@@ -142,3 +142,20 @@ def test_an_evaluator_is_required_and_a_broken_one_fails_the_trial():
     done = final_event(Reflexion(llm, LLMActor(llm, kind="code"), broken, max_trials=1)
                        .stream(TASK))
     assert not done["success"] and "KeyError" in done["trials"][0]["evaluation"]["feedback"]
+
+
+def test_the_reviewer_as_judge_for_text_tasks_and_its_cost_counted():
+    from agentmodes.modes.reflection import Reviewer
+
+    llm = ScriptedModel([
+        "Bern is the capital.",                                              # trial 1
+        'It has no capital by law.\n{"verdict": "revise", "issues": ["Switzerland has no de jure capital"]}',
+        "Say that Bern is the federal city, not a capital by law.",          # lesson
+        "Switzerland has no de jure capital; Bern is the federal city.",     # trial 2
+        '{"verdict": "pass", "issues": []}',
+    ])
+    result = Reflexion(llm, LLMActor(llm, kind="text"), Reviewer(llm), max_trials=3).run(
+        "What is the capital of Switzerland?")
+    assert result.success and len(result.trials) == 2 and "federal city" in result.answer
+    assert result.usage.calls == 5        # the judge's calls are part of the cost
+    assert "no de jure capital" in llm.prompts[2][-1]["content"]   # the critique reached the lesson

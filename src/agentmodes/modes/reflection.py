@@ -27,8 +27,8 @@ from ..evaluators.base import Evaluation
 from ..llm.base import ChatModel
 from .actors import Actor, LLMActor
 from .memory import Memory
-from .self_correction import (Attempt, complete, extract_code, prompt, resolve_language,
-                              sources_as_dicts)
+from .self_correction import (Attempt, complete, evaluate_attempt, extract_code, prompt,
+                              resolve_language, sources_as_dicts, usage_of)
 
 HISTORY_RECORDS = 4     # earlier records the reviewer sees: about the last two rounds
 DEFAULT_FOCUS = "factual errors, logic gaps, missed edge cases, and efficiency"
@@ -88,7 +88,9 @@ def parse_verdict(text: str) -> Verdict:
         issues = lower.get("issues") or []
         issues = [str(i) for i in (issues if isinstance(issues, list) else [issues]) if str(i).strip()]
         prose = re.sub(r"```(?:json)?\s*$", "", text[:start].rstrip()).strip()
-        critique = prose or "\n".join(f"- {i}" for i in issues)
+        # The refiner needs both: the prose explains, the issues list what to change.
+        missing = [i for i in issues if i not in prose]
+        critique = "\n".join(p for p in (prose, "\n".join(f"- {i}" for i in missing)) if p)
         return Verdict(_norm_verdict(lower.get("verdict")), issues, critique)
     line = re.search(r"verdict\W{0,3}\s*([A-Za-z_ ]{2,20})", text, re.IGNORECASE)
     verdict = _norm_verdict(line.group(1).split()[0]) if line else None
@@ -193,6 +195,7 @@ class Reflection:
         for i in range(1, self.max_iterations + 1):
             evaluation = self._evaluate(eval_task if eval_task is not None else task, attempt)
             if evaluation is not None:
+                total += usage_of(evaluation.details.get("usage"))
                 evaluations.append(evaluation)
                 memory.add_record("evaluation", evaluation.feedback, iteration=i - 1)
                 yield status("evaluation", iteration=i - 1, **evaluation.as_dict())
@@ -232,6 +235,7 @@ class Reflection:
             # The last refinement has not been tested yet; tests decide which attempt wins.
             evaluation = self._evaluate(eval_task if eval_task is not None else task, attempt)
             if evaluation is not None:
+                total += usage_of(evaluation.details.get("usage"))
                 evaluations.append(evaluation)
                 memory.add_record("evaluation", evaluation.feedback, iteration=iterations)
                 yield status("evaluation", iteration=iterations, **evaluation.as_dict())
@@ -249,9 +253,7 @@ class Reflection:
     def _evaluate(self, eval_task: Any, attempt: Attempt) -> Optional[Evaluation]:
         if self.evaluator is None:
             return None
-        candidate = attempt.run if getattr(self.evaluator, "wants_run", False) and attempt.run \
-            is not None else attempt.output
-        return self.evaluator(eval_task, candidate)
+        return evaluate_attempt(self.evaluator, eval_task, attempt)
 
     def _refine(self, task: str, last: Attempt, critique: str, lang: str) -> Attempt:
         if self.kind == "code":

@@ -26,8 +26,8 @@ from ..evaluators.base import Evaluation
 from ..llm.base import ChatModel
 from ..store.memory import DEFAULT_K, InProcessMemory
 from .actors import Actor, Previous
-from .self_correction import (Attempt, complete, prompt, resolve_language, sources_as_dicts,
-                              usage_of)
+from .self_correction import (Attempt, complete, evaluate_attempt, prompt, resolve_language,
+                              sources_as_dicts, usage_of)
 
 MAX_REFLECTION_TOKENS = 256
 
@@ -120,7 +120,7 @@ class Reflexion:
                 _runs.append(attempt.run)
             yield status("draft", trial=number, content=attempt.output,
                          sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
-            evaluation = self._evaluate(judged, attempt)
+            evaluation = evaluate_attempt(self.evaluator, judged, attempt)
             total += usage_of(evaluation.details.get("usage"))    # an LLM judge's cost
             yield status("evaluation", trial=number, **evaluation.as_dict())
             trial = Trial(number, attempt.output, evaluation.as_dict())
@@ -162,13 +162,3 @@ class Reflexion:
                "evaluation": chosen_eval.as_dict(), "task_key": key,
                "reflections": list(lessons), "usage": total.as_dict(),
                "elapsed_s": round(time.perf_counter() - started, 3)}
-
-    def _evaluate(self, judged: Any, attempt: Attempt) -> Evaluation:
-        wants_run = getattr(self.evaluator, "wants_run", False) and attempt.run is not None
-        try:
-            return self.evaluator(judged, attempt.run if wants_run else attempt.output)
-        except AgentModesError:
-            raise
-        except Exception as err:  # a broken evaluator is a failed trial, not a crashed run
-            return Evaluation(False, 0.0, f"the evaluator failed: {type(err).__name__}: {err}",
-                              {"error": repr(err)})

@@ -139,6 +139,22 @@ class Attempt:
     raw: str = ""
 
 
+def evaluate_attempt(evaluator: Any, task: Any, attempt: Attempt) -> Any:
+    """Judge an attempt: run-reading evaluators (wants_run) get the agent run, the others
+    the output. A crashing evaluator is a failed evaluation that says why, not a lost run."""
+    from ..errors import AgentModesError
+    from ..evaluators.base import Evaluation
+
+    wants_run = getattr(evaluator, "wants_run", False) and attempt.run is not None
+    try:
+        return evaluator(task, attempt.run if wants_run else attempt.output)
+    except AgentModesError:
+        raise
+    except Exception as err:
+        return Evaluation(False, 0.0, f"the evaluator failed: {type(err).__name__}: {err}",
+                          {"error": repr(err)})
+
+
 def sources_as_dicts(sources: list[Any]) -> list[dict]:
     out = []
     for s in sources:
