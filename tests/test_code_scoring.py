@@ -4,8 +4,10 @@ the CLI. Full 164/427 runs are the slow tests at the end."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,23 @@ def test_all_427_mbpp_reference_solutions_pass(score):
 def test_humaneval_return_none_fails_all_164(score):
     report = score("humaneval", HUMANEVAL, ["    return None\n"] * len(HUMANEVAL))
     assert report.passed == 0
+
+
+def test_cli_ctrl_c_stops_running_and_queued_samples(tmp_path):
+    path = _write(tmp_path / "sleepers.jsonl",
+                  [{"task_id": t.task_id, "completion": "    import time\n"
+                                                         "    time.sleep(600)\n"}
+                   for t in HUMANEVAL[:20]])
+    entry = "import sys; from agentmodes.cli.main import run; sys.argv[0] = 'agentmodes'; run()"
+    proc = subprocess.Popen([sys.executable, "-c", entry, "bench", "humaneval",
+                             "--score-samples", str(path), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        # Without stopping them, the 20 sleepers take minutes (35 s wall clock, 2 at a time).
+        proc.communicate(timeout=25)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..errors import AgentModesError
 from ..evaluators.code import CodeTask, ReferenceTests
-from ..tools.sandbox import SandboxLimits, isolation_level
+from ..tools.sandbox import SandboxLimits, isolation_level, stop_all
 
 Progress = Callable[[int, int], None]
 
@@ -129,11 +129,19 @@ def score_samples(benchmark: str, tasks: list[CodeTask], samples: list[Sample], 
                 "error": None if ev.passed else _last_error_line(ev.details["stderr_tail"],
                                                                  ev.feedback)}
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
         for done, result in enumerate(pool.map(one, samples), start=1):
             report.results.append(result)
             if progress:
                 progress(done, len(samples))
+    except BaseException:
+        # Ctrl-C: drop the queued samples and end the running ones instead of finishing all.
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_all()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     report.duration_s = time.monotonic() - started
     return report
 

@@ -10,7 +10,8 @@ own session, an audit hook against sockets). See child.py for the details.
 """
 
 from .limits import SandboxLimits, SandboxResult
-from .runner import SandboxError, isolation_level, run_python
+from .runner import SandboxError, isolation_level, run_python, stop_all
 from .tool import PythonTool
 
-__all__ = ["PythonTool", "SandboxError", "SandboxLimits", "SandboxResult", "isolation_level", "run_python"]
+__all__ = ["PythonTool", "SandboxError", "SandboxLimits", "SandboxResult", "isolation_level",
+           "run_python", "stop_all"]

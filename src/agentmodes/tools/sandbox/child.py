@@ -251,6 +251,8 @@ def _run_program(path):
 
 
 def main():
+    # If the runner dies (Ctrl-C, crash), this process dies, and the chain below with it.
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     cfg = json.loads(sys.argv[1])
     level = cfg["level"]
     workdir = cfg["workdir"]

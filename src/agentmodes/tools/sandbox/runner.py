@@ -48,6 +48,7 @@ def sandbox_interpreter() -> str:
 
 _active_uids: set[int] = set()
 _uid_lock = threading.Lock()
+_live: set[subprocess.Popen] = set()     # runs in flight, for stop_all()
 
 
 def _allocate_uid() -> int:
@@ -59,6 +60,15 @@ def _allocate_uid() -> int:
             if uid not in _active_uids:
                 _active_uids.add(uid)
                 return uid
+
+
+def stop_all() -> None:
+    """Kill every run in flight (each returns at once as failed). For Ctrl-C: the runs
+    live in their own sessions, so the terminal's SIGINT never reaches them."""
+    with _uid_lock:
+        running = list(_live)
+    for proc in running:
+        _kill_group(proc)
 
 
 def _release_uid(uid: Optional[int]) -> None:
@@ -143,8 +153,14 @@ def _run(code: str, limits: SandboxLimits, stdin: Optional[str], level: str,
             proc = subprocess.Popen(argv, stdin=stdin_f, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, cwd=workdir, env=CLEAN_ENV,
                                     start_new_session=True, close_fds=True)
-        out, err, truncated, timed_out = _collect(proc, limits, started)
-        code_ = proc.wait()
+        with _uid_lock:
+            _live.add(proc)
+        try:
+            out, err, truncated, timed_out = _collect(proc, limits, started)
+            code_ = proc.wait()
+        finally:
+            with _uid_lock:
+                _live.discard(proc)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         _release_uid(uid)
