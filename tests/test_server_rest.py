@@ -96,6 +96,8 @@ def test_chatbot_crud_and_settings_validation_and_secret_masking(client):
     assert changed["settings"]["agent_max_iterations"] == 3
     stored = client.app.state.service.get_chatbot("support").settings
     assert stored["tavily_api_key"] == "tvly-secret"
+    relabelled = client.patch("/api/chatbots/support", json={"language": "en"}).json()
+    assert relabelled["language"] == relabelled["settings"]["language"] == "en"
     assert [b["name"] for b in client.get("/api/chatbots").json()] == ["default", "support"]
     assert client.delete("/api/chatbots/support").status_code == 204
     assert client.get("/api/chatbots/support").status_code == 404

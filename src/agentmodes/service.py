@@ -97,9 +97,11 @@ class AgentChatService:
             raise ConfigError("a chatbot name must be 1-100 characters without slashes or "
                               "line breaks")
         valid = validate_settings(settings)
+        if language:
+            valid = validate_settings({**valid.model_dump(), "language": language})
+        # The language column mirrors settings.language (the prompts' language) for listing.
         bot = self.store.create_chatbot(name, valid.model_dump(), kb_path=kb_path,
-                                        language=language or valid.language,
-                                        description=description)
+                                        language=valid.language, description=description)
         if kb_path is None:
             # Each chatbot gets its own knowledge base next to the chat database.
             path = self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
@@ -131,13 +133,15 @@ class AgentChatService:
                        description: Optional[str] = None) -> Chatbot:
         current = self.store.get_chatbot(name)
         merged = None
-        if settings is not None:
+        if settings is not None or language:
             # A masked secret sent back unchanged by a client keeps the stored value.
-            incoming = {k: v for k, v in settings.items()
+            incoming = {k: v for k, v in (settings or {}).items()
                         if not (k in SECRET_SETTINGS and v == "***")}
+            if language:
+                incoming["language"] = language
             merged = validate_settings({**current.settings, **incoming}).model_dump()
-        return self.store.update_chatbot(name, settings=merged, language=language,
-                                         description=description)
+        return self.store.update_chatbot(name, settings=merged, description=description,
+                                         language=merged["language"] if merged else None)
 
     def delete_chatbot(self, name: str) -> None:
         self.store.delete_chatbot(name)
