@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import datetime
 from typing import Any, Optional
 
 from fastapi import APIRouter, Request
@@ -66,7 +67,8 @@ def models(request: Request) -> dict:
     service: AgentChatService = request.app.state.service
     return {"object": "list", "data": [
         {"id": bot.name, "object": "model", "owned_by": "agentmodes",
-         "created": int(time.time()), "description": bot.description}
+         "created": int(datetime.fromisoformat(bot.created_at).timestamp())
+         if bot.created_at else 0, "description": bot.description}
         for bot in service.list_chatbots()]}
 
 
