@@ -73,8 +73,12 @@ def test_ask_uses_agentmodes_kb_and_max_iterations(kb_file, tmp_path):
     result = ask("Welche Leistungen?", "--llm", llm, "--mode", "act", "--max-iterations", "1",
                  "--json", env_extra={"AGENTMODES_KB": str(kb_file)})
     assert result.returncode == 0, result.stderr
-    statuses = [json.loads(line).get("status") for line in result.stdout.splitlines()]
-    assert "max_iterations_reached" in statuses
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["max"] for e in events if e.get("status") == "iteration"] == [1]
+    assert events[-1]["done"] is True and events[-1]["full_response"]
+    # the search ran against the KB named by AGENTMODES_KB
+    observation = next(e for e in events if e.get("status") == "observation")
+    assert "Webentwicklung" in observation["result_preview"]
 
 
 @pytest.mark.parametrize("args, fragment", [
