@@ -72,9 +72,10 @@ def task_key(benchmark: str, raw: Any) -> str:
     return text
 
 
-def read_samples(path: Path, benchmark: str,
-                 known: Iterable[str]) -> tuple[list[Sample], list[str]]:
-    """The valid samples and one message per bad line ("FILE:LINE: what is wrong")."""
+def read_samples(path: Path, benchmark: str, known: Iterable[str],
+                 unknown_hint: str = "") -> tuple[list[Sample], list[str]]:
+    """The valid samples and one message per bad line ("FILE:LINE: what is wrong");
+    `unknown_hint` is added to unknown-task-id messages (e.g. which split is loaded)."""
     known = set(known)
     samples: list[Sample] = []
     errors: list[str] = []
@@ -105,8 +106,8 @@ def read_samples(path: Path, benchmark: str,
                 continue
             task_id = task_key(benchmark, row["task_id"])
             if task_id not in known:
-                errors.append(f"{where}: unknown task id {row['task_id']!r} for {benchmark}; "
-                              "line skipped")
+                errors.append(f"{where}: unknown task id {row['task_id']!r} for {benchmark}"
+                              f"{unknown_hint}; line skipped")
                 continue
             samples.append(Sample(number, task_id, row["completion"]))
     return samples, errors
@@ -151,8 +152,9 @@ def _last_error_line(stderr_tail: str, feedback: str) -> str:
     return lines[-1] if lines else "failed"
 
 
-def score_file(benchmark: str, path: Path, tasks: list[CodeTask], **kwargs: Any) -> ScoreReport:
-    samples, errors = read_samples(path, benchmark, (t.task_id for t in tasks))
+def score_file(benchmark: str, path: Path, tasks: list[CodeTask], unknown_hint: str = "",
+               **kwargs: Any) -> ScoreReport:
+    samples, errors = read_samples(path, benchmark, (t.task_id for t in tasks), unknown_hint)
     report = score_samples(benchmark, tasks, samples, **kwargs)
     report.errors = errors
     return report

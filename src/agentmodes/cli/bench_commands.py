@@ -40,15 +40,19 @@ def _score(benchmark: str, samples: Path, data: Optional[Path], json_out: bool,
            workers: int, timeout: float, split: str = "test") -> None:
     tasks = load_code_tasks(benchmark, data, split)
     limits = scoring_limits(timeout)
+    hint = " (test split: ids 11-510; --split all for the others)" \
+        if benchmark == "mbpp" and split == "test" else ""
     err = Console(stderr=True)
     if json_out:
-        report = score_file(benchmark, samples, tasks, workers=workers, limits=limits)
+        report = score_file(benchmark, samples, tasks, workers=workers, limits=limits,
+                            unknown_hint=hint)
     else:
         with Progress("[progress.description]{task.description}", BarColumn(),
                       MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                       transient=True) as bar:
             job = bar.add_task(f"scoring {benchmark}", total=None)
             report = score_file(benchmark, samples, tasks, workers=workers, limits=limits,
+                                unknown_hint=hint,
                                 progress=lambda done, total: bar.update(job, completed=done,
                                                                         total=total))
     for message in report.errors:
