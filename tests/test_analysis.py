@@ -42,6 +42,7 @@ def test_language_detection():
     assert detect_language("When is the agency open?") == "en"
     assert detect_language("Öffnungszeiten") == "de"  # umlauts are evidence
     assert detect_language("Python") is None
+    assert detect_language("STRASSE oder Straße") == "de"
 
 
 def test_auto_analysis_stems_each_text_in_its_language():

@@ -45,7 +45,7 @@ def test_smoke_run_writes_json_and_markdown(tmp_path):
                                                                 abs=0.02)
         assert rows["ours semantic"]["ndcg@10"] == pytest.approx(rows["numpy dense"]["ndcg@10"])
     assert data["scale"][0]["chunks"] == 300
-    assert {f["mode"] for f in data["confidence"]["figures"]} == {"lexical", "semantic", "hybrid"}
+    assert {"lexical", "semantic", "hybrid"} <= {f["mode"] for f in data["confidence"]["figures"]}
     assert "| ours hybrid |" in md and "scale run" in md
     assert results["ablation"]["rows"]
     # embeddings were cached: a second run embeds nothing

@@ -11,7 +11,7 @@ from search_fakes import HashingEmbedder
 
 def _features(mode, z, margin, coverage, cosine):
     out = {"z": np.array(z, float), "margin": np.array(margin, float),
-           "coverage": np.array(coverage, float)}
+           "coverage": np.array(coverage, float), "rank": np.log1p(np.arange(len(z)))}
     if "cosine" in FEATURES[mode]:
         out["cosine"] = np.array(cosine, float)
     return out
@@ -19,7 +19,7 @@ def _features(mode, z, margin, coverage, cosine):
 
 def test_packaged_model_covers_every_mode_with_a_sane_threshold():
     model = load_model()
-    assert set(model["modes"]) == {"lexical", "semantic", "hybrid"}
+    assert set(model["modes"]) == set(FEATURES)
     for mode, entry in model["modes"].items():
         assert entry["features"] == list(FEATURES[mode])
         assert len(entry["coef"]) == len(FEATURES[mode]) + 1
@@ -35,17 +35,21 @@ def test_confidence_in_range_and_never_rising_down_the_list():
 
 
 def test_a_clear_winner_is_more_confident_than_a_crowd():
-    for mode in FEATURES:
+    for mode in ("lexical", "semantic", "hybrid"):
         clear = confidences(mode, _features(mode, [12], [8], [1.0], [0.92]))[0]
         crowd = confidences(mode, _features(mode, [1.5], [0.01], [0.2], [0.75]))[0]
         assert clear > crowd
         assert clear >= high_confidence_threshold() > crowd
 
 
-def test_confidence_grows_with_the_score():
-    for mode in FEATURES:
+def test_confidence_grows_with_the_evidence():
+    for mode in ("lexical", "semantic", "hybrid"):
         scores = [confidences(mode, _features(mode, [z], [1.0], [0.5], [0.8]))[0]
                   for z in (1, 3, 6, 10)]
+        assert scores == sorted(scores)
+    for mode in ("lexical/small", "semantic/small", "hybrid/small"):
+        scores = [confidences(mode, _features(mode, [0], [0], [c], [0.5 + c / 4]))[0]
+                  for c in (0.0, 0.3, 0.6, 1.0)]
         assert scores == sorted(scores)
 
 
@@ -58,24 +62,34 @@ def test_fit_logistic_recovers_a_separating_direction():
     assert abs(coef[0]) < 1.0
 
 
-def test_threshold_is_the_lowest_with_90_percent_precision_on_every_set():
-    table = calibration.HitTable()
-    model = {"modes": {"lexical": {"coef": [0.0, 1.0, 0.0, 0.0]}}}
-    # top-hit confidence = sigmoid(z); for set A the top hit is wrong only when z is low.
-    zs = np.linspace(-3, 3, 40)
-    for qi, z in enumerate(np.repeat(zs, 2)):
-        relevant = 1.0 if z > -1.0 else 0.0
-        table.add("A", "lexical", qi, {"z": np.array([z]), "margin": np.array([0.0]),
-                                       "coverage": np.array([0.0])}, np.array([relevant]))
-    threshold = calibration.choose_threshold(table, model)
-    conf, good = calibration.top_hit_points(table.rows[("A", "lexical")], "lexical", model)
-    precision, coverage, _ = calibration.precision_coverage(conf, good, threshold, len(conf))
-    assert precision >= 0.9
+def test_threshold_is_the_lowest_with_90_percent_precision_in_every_cell():
+    rng = np.random.default_rng(1)
+    conf_a = rng.uniform(0, 1, 400)
+    good_a = (rng.uniform(0, 1, 400) < conf_a).astype(float)  # calibrated: P(good) = conf
+    conf_b = rng.uniform(0, 1, 400)
+    good_b = (conf_b > 0.8).astype(float)  # set B: relevant exactly above 0.8
+    points = {("A", "lexical"): (conf_a, good_a), ("B", "lexical"): (conf_b, good_b),
+              ("B", "lexical/small"): (conf_b, np.zeros(400))}  # /small cells do not vote
+    threshold = calibration.choose_threshold(points)
+    for conf, good in (points[("A", "lexical")], points[("B", "lexical")]):
+        precision, coverage, n = calibration.precision_coverage(conf, good, threshold, 400)
+        assert precision >= 0.9 and n > 0
     lower = round(threshold - 0.01, 2)
-    if lower >= calibration.THRESHOLDS[0]:
-        even = [r for r in table.rows[("A", "lexical")] if r[0] % 2 == 0]
-        c, g = calibration.top_hit_points(even, "lexical", model)
-        assert calibration.precision_coverage(c, g, lower, len(c))[0] < 0.9
+    assert any(calibration.precision_coverage(c, g, lower, 400)[0] < 0.9
+               for c, g in (points[("A", "lexical")], points[("B", "lexical")]))
+
+
+def test_tiny_knowledge_base_uses_size_independent_features():
+    # One chunk: z-scores are degenerate, yet a hit that matches every query term closely
+    # must not get zero confidence.
+    embedder = HashingEmbedder()
+    text = "The last ferry leaves the harbour at midnight."
+    searcher = Searcher([1], [text], embedder.embed_passages([text]), embedder=embedder)
+    for mode in ("lexical", "semantic", "hybrid"):
+        hit = searcher.search("when does the last ferry leave the harbour", mode=mode, k=1)[0]
+        other = searcher.search("ferry tickets for bicycles and dogs", mode=mode, k=1)
+        assert hit.confidence > 0.3, mode
+        assert not other or other[0].confidence < hit.confidence, mode
 
 
 def test_search_hits_carry_confidence_from_the_model():

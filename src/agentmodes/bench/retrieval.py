@@ -127,10 +127,11 @@ def run_retrieval(datasets: list[str], embedder: Embedder, out_dir: Path | None,
     ablation = run_ablation(score_sets)
     if fit_confidence:
         progress("fitting confidence")
-    model = calibration.fit(table) if fit_confidence else load_model()
-    figures = calibration.report(table, model)
-    if fit_confidence:
+        model, figures = calibration.fit(table)
         calibration.save(model, figures)
+    else:
+        model = load_model()
+        figures = calibration.report(table, model)
     scale = []
     if scale_sizes:
         progress(f"scale run {scale_sizes}")

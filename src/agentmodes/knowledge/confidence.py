@@ -8,6 +8,7 @@ and corpora:
 - margin: how far (in z) the hit stands above the next one.
 - coverage: share of the query's terms found in the hit (size-independent).
 - cosine: the raw embedding similarity (semantic and hybrid only).
+- rank: log(1 + position in the list), so the top hit is calibrated on its own terms.
 
 The coefficients are fitted offline by `agentmodes bench retrieval` on the shared benchmark
 sets (HotpotQA, Cranfield, XQuAD-en; each set weighted equally, fitted on even-numbered
@@ -15,6 +16,10 @@ queries, checked on odd ones) and stored in confidence.json next to this file, t
 the figures. HIGH_CONFIDENCE is the threshold at which the top hit was relevant at least 90%
 of the time on every set's held-out queries; the agent loop's adaptive exit uses it.
 Confidence never rises down a result list (a lower-ranked hit is capped by the one above).
+
+z-scores need a crowd: over a knowledge base of a handful of chunks they say nothing (one
+chunk has z = 0 however well it matches). Below SMALL_CORPUS chunks each mode therefore uses
+its "/small" model, fitted on the same data with only the size-independent features.
 """
 
 from __future__ import annotations
@@ -27,10 +32,14 @@ from pathlib import Path
 import numpy as np
 
 FEATURES: dict[str, tuple[str, ...]] = {
-    "lexical": ("z", "margin", "coverage"),
-    "semantic": ("z", "margin", "coverage", "cosine"),
-    "hybrid": ("z", "margin", "coverage", "cosine"),
+    "lexical": ("z", "margin", "coverage", "rank"),
+    "semantic": ("z", "margin", "coverage", "cosine", "rank"),
+    "hybrid": ("z", "margin", "coverage", "cosine", "rank"),
+    "lexical/small": ("coverage", "rank"),
+    "semantic/small": ("coverage", "cosine", "rank"),
+    "hybrid/small": ("coverage", "cosine", "rank"),
 }
+SMALL_CORPUS = 50
 MODEL_PATH = Path(__file__).with_name("confidence.json")
 
 
@@ -68,11 +77,21 @@ def _coefficients(mode: str) -> tuple[float, ...]:
     return tuple(float(c) for c in load_model()["modes"][mode]["coef"])
 
 
-def confidences(mode: str, features: dict[str, np.ndarray],
-                model: dict | None = None) -> list[float]:
-    """Calibrated confidence (0..1) of each hit of one ranked list, best first."""
+def model_name(mode: str, corpus_size: int | None) -> str:
+    """Which fitted model scores a result list of `mode` over `corpus_size` chunks."""
+    return f"{mode}/small" if corpus_size is not None and corpus_size < SMALL_CORPUS else mode
+
+
+def confidences(mode: str, features: dict[str, np.ndarray], model: dict | None = None,
+                corpus_size: int | None = None) -> list[float]:
+    """Calibrated confidence (0..1) of each hit of one ranked list, best first.
+
+    `mode` is a search mode or a FEATURES key; with `corpus_size` below SMALL_CORPUS the
+    mode's size-independent model is used.
+    """
     if not features:
         return []
+    mode = model_name(mode, corpus_size)
     coef = _coefficients(mode) if model is None else tuple(model["modes"][mode]["coef"])
     # A result list is a handful of hits: plain floats beat numpy's per-call overhead here,
     # and this runs on every search.

@@ -42,6 +42,7 @@ class Ranking:
     ids: np.ndarray
     scores: np.ndarray
     features: dict[str, np.ndarray]
+    corpus_size: int = 0  # chunks the scores were standardised over
 
 
 class Searcher:
@@ -82,7 +83,7 @@ class Searcher:
     def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[ScoredChunk]:
         """Top-k chunks for the query, best first, each with score and confidence."""
         ranking = self.rank(query, mode, k)
-        conf = confidences(ranking.mode, ranking.features)
+        conf = confidences(ranking.mode, ranking.features, corpus_size=ranking.corpus_size)
         return [ScoredChunk(i, s, c)
                 for i, s, c in zip(ranking.ids.tolist(), ranking.scores.tolist(), conf)]
 
@@ -186,8 +187,9 @@ class Searcher:
         z_best = np.asarray(z_best, dtype=np.float32)
         following = np.append(z_best[1:], z_best[-1] if len(z_best) else 0.0)[:len(shown)]
         features = {"z": z_best[:len(shown)], "margin": z_best[:len(shown)] - following,
-                    "coverage": self.lexical.coverage(terms, ids[shown])}
+                    "coverage": self.lexical.coverage(terms, ids[shown]),
+                    "rank": np.log1p(np.arange(len(shown), dtype=np.float32))}
         if cosine is not None:
             features["cosine"] = cosine[shown].astype(np.float32)
         return Ranking(mode, ids[shown].astype(np.int64), scores[shown].astype(np.float32),
-                       features)
+                       features, len(ids))
