@@ -19,7 +19,8 @@ from .errors import AgentModesError, ConfigError
 from .events import Event, Usage
 from .llm.base import ChatModel, Message
 from .modes.act import ACT
-from .modes.loop import Episode, ModeSpec, step_grammar
+from .modes.loop import Episode, step_grammar
+from .modes.spec import ModeSpec
 from .modes.react import REACT
 from .modes.reflact import REFLACT
 from .settings import ChatbotSettings

@@ -6,7 +6,7 @@ question gets a clarifying question through respond (allowed before any search, 
 answer). Prompt: prompts/<lang>/act.md.
 """
 
-from .loop import ModeSpec
+from .spec import ModeSpec
 
 ACT = ModeSpec(
     name="act",

@@ -14,8 +14,7 @@ reuse its KV cache for the shared prefix).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from .. import prompts
 from ..errors import LLMError
@@ -24,9 +23,11 @@ from ..llm.base import ChatModel, GenerationOptions, Message
 from ..parsing import (LABEL_RE, Action, SectionRouter, Step, argument_from_json,
                        clean_answer, parse_step)
 from ..tools.base import ToolResult
-from ..tools.observation import format_sources, snippet
+from ..tools.observation import format_sources
 from ..tools.registry import ToolSet
+from .grounding import RepetitionGuard, findings, grounded
 from .sources import CitationFilter, SourceBook, clean_citations
+from .spec import ModeSpec
 
 STOP = ["\nOBSERVATION", "\nObservation", "\nBEOBACHTUNG", "\nBeobachtung"]
 STEP_MAX_TOKENS = 512
@@ -37,24 +38,6 @@ _UNKNOWN = {"de": "Unbekanntes Tool {name!r}. Verfügbare Tools: {names}.",
             "en": "Unknown tool {name!r}. Available tools: {names}."}
 _FAILED = {"de": "Das Tool {name} ist fehlgeschlagen: {err}",
            "en": "The tool {name} failed: {err}"}
-
-
-@dataclass(frozen=True, slots=True)
-class ModeSpec:
-    """What distinguishes one step mode from another."""
-
-    name: str                        # act | react | reflact (also the prompt file name)
-    reasoning: Optional[str]         # event name of the reasoning part: reflection | thought
-    start_status: str                # event before the model starts: reflecting | getting_action
-    reflact_labels: bool = False     # THOUGHT is read as REFLECTION (seed 000)
-    goal_in_events: bool = False     # the goal appears in every iteration event
-    lists_respond: bool = False      # respond(answer) is how this mode ends (ACT)
-    native_tools: bool = False       # use native tool calls when the backend supports them
-    # An answer before any search (and without conversation history) is ungrounded: search
-    # the question first. Small models otherwise "answer" a document question from nothing.
-    search_first: bool = False
-    # Splits a reasoning text into named parts for its event (ReflAct's three parts).
-    reasoning_parts: Optional[Callable[[str], dict]] = None
 
 
 def default_threshold() -> float:
@@ -330,11 +313,18 @@ class Episode:
 
     # -- the answer -------------------------------------------------------------------------
     def _finish(self, answer: str, it: int) -> Iterator[Event]:
-        answer = clean_citations(clean_answer(answer), len(self.book)).strip() \
-            or self._fallback_answer()
+        answer = clean_citations(clean_answer(answer), len(self.book)).strip()
+        answer = answer + self._findings_for(answer) if answer else self._fallback_answer()
         yield {"status": "final_answer", "iteration": it, "usage": self.last_usage}
         yield {"delta": answer}
         yield self._done(answer)
+
+    def _findings_for(self, answer: str) -> str:
+        """What the documents say, appended to an answer that neither cites nor echoes them."""
+        if grounded(answer, self.book.sources):
+            return ""
+        return "\n\n" + prompts.fill(prompts.load("findings", self.lang),
+                                      FINDINGS=findings(self.book.sources))
 
     def _final_call(self, reason: str) -> Iterator[Event]:
         """Answer from what was gathered (adaptive exit, limit, repeats): never empty."""
@@ -347,8 +337,10 @@ class Episode:
         cites = CitationFilter(len(self.book))
         parts: list[str] = []
         usage = None
+        guard, text = RepetitionGuard(), ""
         try:
-            for chunk in self.llm.stream(self.messages, options):
+            stream = self.llm.stream(self.messages, options)
+            for chunk in stream:
                 if chunk.usage is not None:
                     usage = chunk.usage
                 if not chunk.text:
@@ -357,6 +349,10 @@ class Episode:
                 for section, piece in router.feed(chunk.text):
                     if section == "answer" and (piece := cites.feed(piece)):
                         yield {"delta": piece}
+                text += chunk.text
+                if guard.feed(text):                    # looping: stop generating
+                    getattr(stream, "close", lambda: None)()
+                    break
             self._count(usage)
         except LLMError as err:
             yield {"status": "error", "message": str(err), "usage": self.last_usage}
@@ -368,18 +364,17 @@ class Episode:
         step = parse_step("".join(parts))
         answer = step.final_answer if step.final_answer is not None else _unlabelled(parts)
         answer = clean_citations(answer, len(self.book)).strip()
-        if not answer:
-            answer = self._fallback_answer()
-            yield {"delta": answer}
-        yield self._done(answer)
+        extra = self._findings_for(answer) if answer else self._fallback_answer()
+        if extra:
+            yield {"delta": extra}
+        yield self._done(answer + extra)
 
     def _fallback_answer(self) -> str:
         """What was found, listed with citations, when the model gave no usable answer."""
         if not len(self.book):
             return prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question)
-        findings = "\n".join(f"- {snippet(s.text, 200)} [{i}]"
-                              for i, s in enumerate(self.book.sources[:5], 1))
-        return prompts.fill(prompts.load("fallback", self.lang), FINDINGS=findings)
+        return prompts.fill(prompts.load("fallback", self.lang),
+                            FINDINGS=findings(self.book.sources))
 
     def _done(self, answer: str) -> Event:
         return {"done": True, "full_response": answer, "sources": self.book.as_dicts(answer),

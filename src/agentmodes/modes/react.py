@@ -5,7 +5,7 @@ The THOUGHT looks forward ("what should I do next?"). Paper-style steps (`Though
 Prompt: prompts/<lang>/react.md.
 """
 
-from .loop import ModeSpec
+from .spec import ModeSpec
 
 REACT = ModeSpec(
     name="react",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .loop import ModeSpec
+from .spec import ModeSpec
 
 _PART_RE = re.compile(
     r"(?im)^[ \t]*(?:\d\.[ \t]*)?(?:[-*][ \t]*)?\**(?P<label>aktueller zustand|current state|"
