@@ -65,4 +65,5 @@ def grounded(answer: str, sources: Sequence[Source]) -> bool:
 
 def findings(sources: Sequence[Source], limit: int = 5) -> str:
     """The first sources as cited bullet points: "- text ... [n]"."""
-    return "\n".join(f"- {snippet(s.text, 200)} [{i}]" for i, s in enumerate(sources[:limit], 1))
+    return "\n".join(f"- {snippet(s.text.lstrip('-*• '), 200)} [{i}]"
+                     for i, s in enumerate(sources[:limit], 1))
