@@ -1,7 +1,8 @@
 """The sandbox's child side: run as a script (`python -I -S child.py CONFIG`), never imported.
 
 It isolates itself, then runs the program in-process (no second interpreter start, which
-keeps an isolated run at ~60 ms here). Stdlib only: it runs with -I -S. Three levels (cfg["level"]):
+keeps an isolated run at ~60 ms here). Stdlib only: it runs with -I -S.
+Three levels (cfg["level"]):
 
 - "namespaces" (started as root): mount + network + pid namespaces, then a fresh
   unprivileged uid per run (RLIMIT_NPROC is not enforced for uid 0, and a uid of its own
