@@ -11,6 +11,11 @@ import sys
 
 import typer
 
+try:  # typer >= 0.23 vendors click as typer._click; older versions use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors
+
 from ..errors import AgentModesError
 
 app = typer.Typer(
@@ -46,17 +51,34 @@ def _register() -> None:
 
 def run() -> None:
     _register()
+    # standalone_mode=False hands usage errors and Ctrl-C to us, so that each becomes one
+    # line instead of click's boxed, multi-line report or a KeyboardInterrupt traceback.
     try:
-        app()
+        result = app(standalone_mode=False)
     except AgentModesError as err:
         if os.environ.get("AGENTMODES_DEBUG"):
             raise
         typer.echo(f"agentmodes: error: {err}", err=True)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except click_errors.NoArgsIsHelpError as err:
+        typer.echo(err.ctx.get_help() if err.ctx else str(err), err=True)
+        sys.exit(2)
+    except click_errors.UsageError as err:
+        where = err.ctx.command_path if err.ctx else "agentmodes"
+        message = " ".join(err.format_message().split())
+        typer.echo(f"agentmodes: error: {message} (see '{where} --help')", err=True)
+        sys.exit(err.exit_code)
+    except click_errors.ClickException as err:
+        typer.echo(f"agentmodes: error: {' '.join(err.format_message().split())}", err=True)
+        sys.exit(err.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         typer.echo("agentmodes: interrupted", err=True)
         sys.exit(130)
+    sys.exit(result if isinstance(result, int) else 0)
 
 
 if __name__ == "__main__":
-    run()
+    # Run through the package module, not this __main__ copy: the command modules register
+    # on agentmodes.cli.main.app, which would otherwise be a second, empty app.
+    from agentmodes.cli.main import run as _run
+    _run()
