@@ -48,3 +48,18 @@ def test_failures_are_recorded_and_retried(tmp_path):
 def test_slug():
     assert slug("openai:gpt-4o-mini") == "openai-gpt-4o-mini"
     assert slug("/models/x y.gguf") == "models-x-y.gguf"
+
+
+def test_a_job_finished_by_another_process_meanwhile_is_skipped(tmp_path):
+    log = RunLog(tmp_path / "shared.jsonl")
+    other = RunLog(tmp_path / "shared.jsonl")        # a second process on the same file
+    done_by_us = []
+
+    def work(job: Job) -> dict:
+        done_by_us.append(job.task_id)
+        if job.task_id == "a":
+            other.append({"task_id": "b", "variant": "v", "by": "other"})
+        return {"by": "us"}
+
+    records = run_jobs([Job("a", "v"), Job("b", "v")], work, log, show_progress=False)
+    assert done_by_us == ["a"] and records[1]["by"] == "other"

@@ -6,6 +6,8 @@ once; a rerun with the same run name reads the file and skips what is done. A ta
 run raised is recorded with an "error" and retried on the next run (it is not "done").
 Tasks run in a thread pool: useful for HTTP backends, where the time is spent waiting;
 the embedded model runs one call at a time anyway, so callers pass workers=1 for it.
+Several processes may share one log (e.g. one per variant order): each re-reads it before
+a job and skips what another process finished meanwhile.
 """
 
 from __future__ import annotations
@@ -106,6 +108,9 @@ def run_jobs(jobs: Iterable[Job], work: Callable[[Job], dict], log: RunLog, *,
     results: dict[str, dict] = {j.key: done[j.key] for j in jobs if j.key in done}
 
     def one(job: Job) -> dict:
+        finished = log.done().get(job.key)     # another process on the same log did it
+        if finished is not None:
+            return finished
         started = time.perf_counter()
         try:
             record = dict(work(job))
