@@ -68,9 +68,13 @@ def open_kb(path: str) -> KnowledgeBase:
     return KnowledgeBase.open(path, embedder=HashingEmbedder())
 
 
-def make_service(tmp_path: Path, *, script=None, model_factory=None, db: Optional[Path] = None
-                 ) -> AgentChatService:
-    """A service with a `default` chatbot whose KB holds the contact page."""
+def make_service(tmp_path: Path, *, script=None, model_factory=None, db: Optional[Path] = None,
+                 settings: Optional[dict] = None) -> AgentChatService:
+    """A service with a `default` chatbot whose KB holds the contact page.
+
+    Adaptive exit is off unless `settings` turn it on, so the scripted two-step run does
+    not depend on the KB's confidence calibration.
+    """
     kb_path = tmp_path / "kb.db"
     if not kb_path.exists():
         with open_kb(str(kb_path)) as kb:
@@ -80,7 +84,8 @@ def make_service(tmp_path: Path, *, script=None, model_factory=None, db: Optiona
     service = AgentChatService(ChatStore.open(str(db or tmp_path / "chat.db")),
                                llm_factory=factory, data_dir=tmp_path / "data",
                                kb_opener=open_kb)
-    service.ensure_chatbot("default", kb_path=str(kb_path))
+    service.ensure_chatbot("default", kb_path=str(kb_path),
+                           settings={"adaptive_iteration": False, **(settings or {})})
     return service
 
 

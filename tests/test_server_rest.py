@@ -50,6 +50,22 @@ def test_chat_stores_answer_with_trace_metadata_usage_and_timings(client):
     assert listed[0]["id"] == conv["id"] and listed[0]["message_count"] == 2
 
 
+def test_adaptive_exit_is_stored_in_trace_and_metadata(tmp_path):
+    # A hit above the threshold ends the search loop after iteration 1 (seed: "Adaptive
+    # Iteration (High Confidence)"); the answer comes from the final call.
+    service = make_service(tmp_path, settings={"adaptive_iteration": True,
+                                               "high_confidence_threshold": 0.3})
+    with TestClient(create_app(service, ServerConfig())) as client:
+        message = client.post("/api/chat", json={"message": "Wann hat die DG Agentur geöffnet?"}
+                              ).json()
+    exit_ = {"iteration": 1, "reason": "high_confidence"}
+    assert message["content"] == ANSWER
+    assert message["stream_metadata"]["adaptive_exit"] == exit_
+    assert message["agent_trace"]["adaptive_exit"] == exit_
+    assert message["stream_metadata"]["iterations"] == 1
+    service.close()
+
+
 def test_follow_up_sees_a_bounded_window_of_history(tmp_path):
     models: list[ScriptedModel] = []
 

@@ -85,7 +85,8 @@ class TraceRecorder:
             step["observation"] = event.get("result_preview", "")
             if event.get("sources"):
                 step["sources"] = event["sources"]
-        elif status in ("adaptive_iteration", "adaptive_response"):
+        elif status in ("adaptive_iteration", "adaptive_response") and not self.adaptive_exit:
+            # adaptive_iteration names the iteration and why; adaptive_response follows it.
             self.adaptive_exit = {"iteration": event.get("iteration", self._last_iteration),
                                   "reason": event.get("reason")}
         elif status == "max_iterations_reached":
