@@ -200,8 +200,8 @@ def run_wellformed(questions: list, *, mode: str = "reflact", max_tokens: int = 
             "median_step_s": round(statistics.median(r["wall_s"] for r in records), 2),
             "errors": _count(r["error"] for r in records if r["error"]),
         }
-        samples[name] = [{k: r[k] for k in ("id", "text", "parsed", "strict")}
-                         for r in records[:5]]
+        samples[name] = [{k: r[k] for k in ("id", "text", "parsed", "strict", "finish",
+                                            "completion_tokens")} for r in records]
     model.close()
     return {"benchmark": "wellformed", "mode": mode, "questions": len(questions),
             "max_tokens": max_tokens, "variants": variants, "samples": samples,
@@ -231,7 +231,7 @@ def wellformed_markdown(report: dict) -> str:
                      f"{v['median_step_s']} | {errors} |")
     lines += ["", "First replies (without grammar, then with):", ""]
     for name, rows in report["samples"].items():
-        for r in rows[:3]:
+        for r in rows[:3]:     # the JSON has every reply
             text = " ".join(r["text"].split())[:160]
             lines.append(f"- {name}: `{text}`")
     return "\n".join(lines) + "\n"
