@@ -126,6 +126,10 @@ async def _answer(session: _Session, service: AgentChatService, request: ChatReq
     except AgentModesError as err:
         await session.send({"status": "error", "message": str(err), "fatal": True})
         return
+    except Exception:           # e.g. the database stayed locked: this question fails, not the socket
+        log.exception("could not start a run")
+        await session.send({"status": "error", "message": "internal error", "fatal": True})
+        return
     stopped = False
     async with events_of(gen) as events:
         async for event in events:
