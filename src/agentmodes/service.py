@@ -217,7 +217,6 @@ class AgentChatService:
             conv = self.store.create_conversation(bot, title=query[:80])
         if history is None:
             history = self.history(conv.id)
-        self.store.add_message(conv.id, "user", query)
         return self._run(bot, settings, conv, query, history, reflect)
 
     def _run(self, bot: Chatbot, settings: ChatbotSettings, conv: Conversation, query: str,
@@ -226,6 +225,9 @@ class AgentChatService:
         events: Optional[Iterator[Event]] = None
         outcome, error = "cancelled", None
         stored: Optional[StoredMessage] = None
+        # The question is stored when its run starts, so that a run that never starts (the
+        # client left at once) leaves no question without an answer.
+        self.store.add_message(conv.id, "user", query)
         try:
             llm = self.llm_factory()
             agent = self.agent_factory(llm=llm, knowledge=self.knowledge(bot),
