@@ -34,7 +34,7 @@ class HybridWeights:
 
     alpha: float = 0.7            # stage 1: dense weight in (1 - alpha) * lexical + alpha * dense
     lexical: float = 0.0          # final mix: original lexical run
-    lexical_feedback: float = 0.1  # lexical run with the top hit's rare terms added
+    lexical_feedback: float = 0.2  # lexical run with the top hit's rare terms added
     dense: float = 0.4            # original dense run
     dense_feedback: float = 0.6   # dense run with q + beta * v(top hit)
     beta: float = 0.3
