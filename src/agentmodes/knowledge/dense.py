@@ -11,6 +11,8 @@ import numpy as np
 
 from .lexical import top_k
 
+BLOCK_ROWS = 1024
+
 
 class DenseIndex:
     """Vectors by chunk id; rows are L2-normalised so the inner product is the cosine."""
@@ -69,10 +71,21 @@ class DenseIndex:
         self._row = {int(chunk_id): row for row, chunk_id in enumerate(self._ids)}
 
     def scores(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids, cosine per chunk)."""
+        """(chunk ids, cosine per chunk).
+
+        The product runs in blocks of BLOCK_ROWS: above a size threshold OpenBLAS hands one
+        big matrix-vector product to several threads, and on a busy machine waking them
+        cost ~12 ms per query at 10k chunks, against 0.6 ms for the same work in blocks
+        that stay on the calling thread.
+        """
         if not len(self._ids):
             return self._ids, np.zeros(0, dtype=np.float32)
-        return self._ids, self._matrix @ np.asarray(query_vector, dtype=np.float32)
+        query = np.asarray(query_vector, dtype=np.float32)
+        out = np.empty(len(self._ids), dtype=np.float32)
+        for start in range(0, len(out), BLOCK_ROWS):
+            stop = start + BLOCK_ROWS
+            np.dot(self._matrix[start:stop], query, out=out[start:stop])
+        return self._ids, out
 
     def search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         ids, scores = self.scores(query_vector)
