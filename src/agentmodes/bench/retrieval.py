@@ -45,24 +45,35 @@ def shrink(ds: BeirSet, limit: int | None) -> BeirSet:
                    [ds.texts[i] for i in keep], small.query_ids, small.queries, small.qrels)
 
 
-def measure(system: System, ds: BeirSet) -> dict:
-    start = time.perf_counter()
-    system.build()
-    build_s = time.perf_counter() - start
-    tracemalloc.start()
-    system.build()  # second build under tracemalloc: tracing slows Python code down
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    runs, times = {}, []
+def measure_all(systems: list[System], ds: BeirSet, progress=print) -> list[dict]:
+    """Build each system (timed, then again under tracemalloc), then time the queries
+    interleaved: query i runs on every system before query i+1, so drifts in the load of
+    this shared machine hit all systems alike instead of whichever ran last."""
+    builds = {}
+    for system in systems:
+        progress(f"{ds.name}: building {system.name}")
+        start = time.perf_counter()
+        system.build()
+        build_s = time.perf_counter() - start
+        tracemalloc.start()
+        system.build()  # second build under tracemalloc: tracing slows Python code down
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        builds[system.name] = (build_s, peak)
+    runs = {system.name: {} for system in systems}
+    times: dict[str, list[float]] = {system.name: [] for system in systems}
+    progress(f"{ds.name}: {len(ds.query_ids)} queries x {len(systems)} systems, interleaved")
     for qi, qid in enumerate(ds.query_ids):
-        t = time.perf_counter()
-        ranked = system.query(qi)
-        times.append(time.perf_counter() - t)
-        runs[qid] = [ds.doc_ids[i] for i in ranked]
-    row = {"system": system.name, **evaluate(runs, ds.qrels), "build_s": build_s,
-           "p50_ms": float(np.percentile(times, 50) * 1000),
-           "p95_ms": float(np.percentile(times, 95) * 1000), "peak_mb": peak / 2**20}
-    return row
+        for system in systems[qi % len(systems):] + systems[:qi % len(systems)]:
+            t = time.perf_counter()
+            ranked = system.query(qi)
+            times[system.name].append(time.perf_counter() - t)
+            runs[system.name][qid] = [ds.doc_ids[i] for i in ranked]
+    return [{"system": system.name, **evaluate(runs[system.name], ds.qrels),
+             "build_s": builds[system.name][0],
+             "p50_ms": float(np.percentile(times[system.name], 50) * 1000),
+             "p95_ms": float(np.percentile(times[system.name], 95) * 1000),
+             "peak_mb": builds[system.name][1] / 2**20} for system in systems]
 
 
 def query_embedding_ms(embedder: Embedder, queries: list[str], n: int = 20) -> float | None:
@@ -90,10 +101,7 @@ def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibra
                 rank_bm25_system(passages, ds.queries, analyzer.terms),
                 numpy_dense_system(vectors, query_vectors),
                 plain_rrf_system(passages, ds.queries, vectors, cached)]
-    rows = []
-    for system in systems:
-        progress(f"{ds.name}: {system.name}")
-        rows.append(measure(system, ds))
+    rows = measure_all(systems, ds, progress)
     searcher = Searcher(list(range(len(passages))), passages, vectors, embedder=cached)
     doc_index = {d: i for i, d in enumerate(ds.doc_ids)}
     relevant = [{doc_index[d] for d in ds.qrels[q] if d in doc_index} for q in ds.query_ids]

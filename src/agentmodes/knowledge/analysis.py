@@ -102,7 +102,8 @@ class Analyzer:
         """Index terms of one text, in order, stop words removed."""
         return self.analyse(text, language)[1]
 
-    def analyse(self, text: str, language: Language | None = None) -> tuple[Language, list[str]]:
+    def analyse(self, text: str, language: Language | None = None,
+                fallback: Language | None = None) -> tuple[Language, list[str]]:
         """(language, terms) with one tokenisation pass for both.
 
         This is the hot loop of building an index (100k chunks), hence the shape: one regex
@@ -111,7 +112,7 @@ class Analyzer:
         """
         words = _TOKEN.findall(text.casefold())
         lang = language or (self.language if self.language != "auto" else
-                            _decide(words, text) or self.fallback)
+                            _decide(words, text) or fallback or self.fallback)
         memo = self._memo[lang]
         try:
             stems = [memo[word] for word in words]

@@ -26,7 +26,7 @@ from collections import Counter
 import bm25s
 import numpy as np
 
-from .analysis import Analyzer, Language, detect_language
+from .analysis import Analyzer, Language
 
 # bm25s logs progress bars and debug lines at INFO; an index rebuild should be silent.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -81,9 +81,7 @@ class LexicalIndex:
         return self._languages.most_common(1)[0][0]
 
     def query_terms(self, query: str) -> list[str]:
-        if self.analyzer.language != "auto":
-            return self.analyzer.terms(query, self.analyzer.language)
-        return self.analyzer.terms(query, detect_language(query) or self.majority_language)
+        return self.analyzer.analyse(query, fallback=self.majority_language)[1]
 
     def _build(self) -> bm25s.BM25:
         self._row_ids = np.fromiter(self._terms.keys(), dtype=np.int64, count=len(self._terms))

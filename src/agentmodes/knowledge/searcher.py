@@ -25,6 +25,7 @@ from .fusion import DEFAULT_WEIGHTS, HybridWeights, standardise, zscore_fusion, 
 from .lexical import LexicalIndex, top_k
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
+_LOG_RANK = np.log1p(np.arange(100, dtype=np.float32))  # the "rank" confidence feature
 
 
 @dataclass(slots=True)
@@ -188,7 +189,8 @@ class Searcher:
         following = np.append(z_best[1:], z_best[-1] if len(z_best) else 0.0)[:len(shown)]
         features = {"z": z_best[:len(shown)], "margin": z_best[:len(shown)] - following,
                     "coverage": self.lexical.coverage(terms, ids[shown]),
-                    "rank": np.log1p(np.arange(len(shown), dtype=np.float32))}
+                    "rank": _LOG_RANK[:len(shown)] if len(shown) <= len(_LOG_RANK)
+                    else np.log1p(np.arange(len(shown), dtype=np.float32))}
         if cosine is not None:
             features["cosine"] = cosine[shown].astype(np.float32)
         return Ranking(mode, ids[shown].astype(np.int64), scores[shown].astype(np.float32),
