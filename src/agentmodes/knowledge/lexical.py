@@ -10,8 +10,8 @@ an argpartition) instead of `retrieve`, which is what keeps a single query at or
 bm25s's latency. Measured (benchmarks/results/retrieval.md, same run, same machine):
 nDCG@10 equal to bm25s+stemming on HotpotQA 0.774, Cranfield 0.365, XQuAD-en 0.968 (same
 Snowball stemmer, stop words and BM25 parameters k1=1.5, b=0.75, left at bm25s's defaults
-rather than tuned on the test queries), and a single `Searcher.search` p50 of 0.70-0.97x
-bm25s's tokenize + retrieve, confidence included; rank-bm25 was 2-14x slower.
+rather than tuned on the test queries), and a single `Searcher.search` p50 of 0.69-0.89x
+bm25s's tokenize + retrieve (timed interleaved), confidence included; rank-bm25: 1.8-20x.
 
 bm25s indexes are immutable, so additions and removals mark the index stale and the next
 search rebuilds it from the cached term lists (analysis, the slow part, never runs twice for
