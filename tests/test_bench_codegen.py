@@ -68,11 +68,12 @@ def test_three_strategies_score_resume_and_report(tmp_path):
     assert rows["reflection"]["llm_calls_per_task"] == 3
     assert rows["reflexion"]["llm_calls_per_task"] == 2
     assert rows["reflexion"]["self_tests_pass_rate"] == 1.0
+    assert rows["simple"]["self_tests_pass_rate"] is None     # shown as "-": no tests written
     lines = run.log_path.read_text().splitlines()
     assert len(lines) == 9 and all(json.loads(l)["passed"] for l in lines)
     assert {p.suffix for p in run.paths.values()} == {".json", ".md", ".png"}
     table = run.paths["md"].read_text()
-    assert "| simple |" in table and "pass@1" in table and "1.00x" in table
+    assert "| simple | 1.000 | - |" in table and "pass@1" in table and "1.00x" in table
 
     # Rerun: everything is done, the model is not called, the figures are the same.
     again = run_codegen("humaneval", NoCalls(tasks), llm_label="fake:coder",

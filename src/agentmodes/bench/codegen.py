@@ -107,7 +107,8 @@ def summarize(records: list[dict], strategies: Sequence[str]) -> list[dict]:
         rows.append({"variant": strategy,
                      "pass_at_1": round(sum(bool(r.get("passed")) for r in mine) / len(mine), 4)
                      if mine else 0.0,
-                     "self_tests_pass_rate": mean([float(r["self_tests_passed"]) for r in with_self]),
+                     "self_tests_pass_rate": mean([float(r["self_tests_passed"]) for r in with_self])
+                     if with_self else None,     # simple writes no tests
                      **cost_summary(mine)})
     return rows
 

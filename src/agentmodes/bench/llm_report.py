@@ -49,6 +49,11 @@ def ratio(value: float, base: float) -> str:
     return f"{value / base:.2f}x"
 
 
+def cell(column: Column, value: Any) -> str:
+    """A table cell; None means "does not apply to this variant"."""
+    return "-" if value is None else column.fmt.format(value)
+
+
 def markdown(report: Report) -> str:
     head = ["variant"] + [c.label for c in report.columns] + [
         f"{report.metric} vs {report.rows[0]['variant']}", "tokens vs base", "time vs base"]
@@ -58,7 +63,7 @@ def markdown(report: Report) -> str:
     lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     base = report.rows[0] if report.rows else {}
     for row in report.rows:
-        cells = [row["variant"]] + [c.fmt.format(row.get(c.key, 0)) for c in report.columns]
+        cells = [row["variant"]] + [cell(c, row.get(c.key, 0)) for c in report.columns]
         cells += [ratio(row.get(report.metric, 0), base.get(report.metric, 0)),
                   ratio(row.get("tokens_per_task", 0), base.get("tokens_per_task", 0)),
                   ratio(row.get("time_per_task_s", 0), base.get("time_per_task_s", 0))]
@@ -77,10 +82,12 @@ def plot(report: Report, path: Path) -> bool:
         return False
     names = [r["variant"] for r in report.rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(6, 1.6 * len(names) + 3), 3.6))
-    left.bar(names, [r.get(report.metric, 0) for r in report.rows], color="#4c72b0")
+    bars = left.bar(names, [r.get(report.metric, 0) for r in report.rows], color="#4c72b0")
+    left.bar_label(bars, fmt="%.2f")          # a zero bar is invisible without its label
     left.set_title(report.metric)
-    left.set_ylim(0, 1)
-    right.bar(names, [r.get("tokens_per_task", 0) for r in report.rows], color="#dd8452")
+    left.set_ylim(0, 1.1)
+    bars = right.bar(names, [r.get("tokens_per_task", 0) for r in report.rows], color="#dd8452")
+    right.bar_label(bars, fmt="%.0f")
     right.set_title("tokens per task")
     for axis in (left, right):
         axis.tick_params(axis="x", rotation=30)
@@ -110,7 +117,7 @@ def print_table(report: Report, console: Console | None = None) -> None:
     for c in report.columns:
         table.add_column(c.label, justify="right")
     for row in report.rows:
-        table.add_row(row["variant"], *[c.fmt.format(row.get(c.key, 0)) for c in report.columns])
+        table.add_row(row["variant"], *[cell(c, row.get(c.key, 0)) for c in report.columns])
     (console or Console()).print(table)
 
 
