@@ -1,8 +1,9 @@
 """Token choice and text assembly for the embedded llama.cpp backend.
 
 Why not llama-cpp-python's own sampler chain: it applies a GBNF grammar to every one of the
-vocabulary's 49k candidates at every token, which on this machine costs about 0.13 s per
-token, more than the model itself. Here the grammar is checked lazily, as llama.cpp's own
+vocabulary's 49k candidates at every token. Measured here (1 thread, SmolLM2-135M, 80 tokens
+of a ReflAct step): 1.81 s with its grammar sampler, 1.29 s with the lazy check below,
+1.27 s without any grammar. Here the grammar is checked lazily, as llama.cpp's own
 `common_sampler` does: pick the model's preferred token first, ask the grammar about that one
 token, and filter the whole vocabulary only when the grammar rejects it. Greedy decoding gives
 exactly the same tokens either way; inside free text the first choice is almost always
