@@ -41,7 +41,10 @@ def test_react_and_reflexion_on_top(small_kb, tmp_path):
     assert rows["react"]["em"] == 1.0 and rows["react"]["f1"] == 1.0
     assert rows["react+reflexion"]["em"] == 1.0 and rows["react+reflexion"]["trials_per_task"] == 2
     assert rows["react"]["llm_calls_per_task"] == 2 and rows["react+reflexion"]["llm_calls_per_task"] == 5
-    assert rows["react"]["iterations_per_task"] == 2 and rows["react+reflexion"]["iterations_per_task"] == 4
+    # Iterations are the agent's own (adaptive exit may end a run after its first search);
+    # Reflexion's are the sum over its two trials.
+    assert rows["react"]["iterations_per_task"] >= 1
+    assert rows["react+reflexion"]["iterations_per_task"] == 2 * rows["react"]["iterations_per_task"]
     # The agent really searched the KB: the second call saw the paragraph about VIVA Media.
     assert "VIVA Media AG" in json.dumps(llm.prompts[1], ensure_ascii=False)
     # The short-answer instruction reached the agent's system prompt.
