@@ -277,7 +277,16 @@ def _python_for_nobody() -> str | None:
                     reason="needs root (to become uid 65534), setpriv and a system python")
 def test_ordinary_user_gets_user_namespace_isolation():
     """What a non-root user of the library gets: run the sandbox itself as uid 65534."""
-    src = Path(__file__).resolve().parents[1] / "src"
+    import shutil
+    import tempfile
+    # uid 65534 must be able to read the package; a checkout may sit below a 0700 folder,
+    # so give it a world-readable copy.
+    src = Path(tempfile.mkdtemp(prefix="agentmodes-nobody-"))
+    src.chmod(0o755)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "src" / "agentmodes", src / "agentmodes",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in [src, *src.rglob("*")]:
+        folder.chmod(0o755 if folder.is_dir() else 0o644)
     script = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(src)!r})\n"
@@ -301,6 +310,7 @@ def test_ordinary_user_gets_user_namespace_isolation():
     assert "Network is unreachable" in report["net"]["stderr"]
     assert report["bomb"]["timed_out"] and report["ok"] == "7\n"
     assert not Path("/var/tmp/agentmodes_user_escape").exists()
+    shutil.rmtree(src, ignore_errors=True)
 
 
 def test_a_program_killed_by_a_signal_is_reported_as_such():
