@@ -9,11 +9,13 @@ from agentmodes.knowledge.searcher import Searcher
 from search_fakes import HashingEmbedder
 
 
-def _features(mode, z, margin, coverage, cosine):
+def _features(mode, z, margin, coverage, cosine, agree=None):
     out = {"z": np.array(z, float), "margin": np.array(margin, float),
            "coverage": np.array(coverage, float), "rank": np.log1p(np.arange(len(z)))}
     if "cosine" in FEATURES[mode]:
         out["cosine"] = np.array(cosine, float)
+    if "agree" in FEATURES[mode]:
+        out["agree"] = np.zeros(len(z)) if agree is None else np.array(agree, float)
     return out
 
 
@@ -36,7 +38,7 @@ def test_confidence_in_range_and_never_rising_down_the_list():
 
 def test_a_clear_winner_is_more_confident_than_a_crowd():
     for mode in ("lexical", "semantic", "hybrid"):
-        clear = confidences(mode, _features(mode, [12], [8], [1.0], [0.92]))[0]
+        clear = confidences(mode, _features(mode, [12], [8], [1.0], [0.92], [1.0]))[0]
         crowd = confidences(mode, _features(mode, [1.5], [0.01], [0.2], [0.75]))[0]
         assert clear > crowd
         assert clear >= high_confidence_threshold() > crowd
@@ -103,3 +105,40 @@ def test_search_hits_carry_confidence_from_the_model():
         assert all(h.confidence < hits[0].confidence for h in hits[1:])
         vague = searcher.search("note about topic", mode=mode, k=5)
         assert vague[0].confidence < hits[0].confidence, mode
+
+
+def test_rescaling_keeps_order_and_puts_each_anchor_on_the_threshold():
+    from agentmodes.knowledge.confidence import rescale
+    for anchor in (0.6, 0.75, 0.91):
+        values = [rescale(p, anchor, 0.9) for p in np.linspace(0, 1, 101)]
+        assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
+        assert rescale(anchor, anchor, 0.9) == 0.9
+        assert rescale(anchor - 0.01, anchor, 0.9) < 0.9
+    assert rescale(1.0, 1.0, 0.9) < 0.9  # no safe raw value: never high confidence
+
+
+def test_packaged_threshold_held_90_percent_on_every_set_and_mode():
+    # The figures the benchmark stored with the model: out-of-fold top-hit precision at
+    # HIGH_CONFIDENCE on each shared set. A refit that lets any set drop below 90% (as
+    # Cranfield did, at 0.33, before the per-set anchors) must not ship.
+    model = load_model()
+    held_out = [f for f in model["figures"]
+                if f["split"] == "held-out" and "/" not in f["mode"]]
+    assert {f["dataset"] for f in held_out} == {"hotpotqa", "cranfield", "xquad-en"}
+    assert {f["mode"] for f in held_out} == {"lexical", "semantic", "hybrid"}
+    for f in held_out:
+        assert f["threshold"] == high_confidence_threshold()
+        assert f["precision"] is not None and f["precision"] >= 0.9, f
+        assert f["coverage"] > 0.0, f
+    hybrid = {f["dataset"]: f["coverage"] for f in held_out if f["mode"] == "hybrid"}
+    assert hybrid["hotpotqa"] >= 0.5 and hybrid["xquad-en"] >= 0.5
+
+
+def test_hybrid_marks_the_hit_both_methods_rank_first():
+    embedder = HashingEmbedder()
+    texts = [f"note {i} about topic {i % 7} and colour {i % 5}" for i in range(60)]
+    texts[17] = "the secret password for the staff wifi is printed on the fridge"
+    searcher = Searcher(list(range(60)), texts, embedder.embed_passages(texts), embedder=embedder)
+    ranking = searcher.rank("staff wifi password fridge", "hybrid", 5)
+    assert ranking.ids[0] == 17
+    assert ranking.features["agree"].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]

@@ -25,6 +25,10 @@ class BeirSet:
     query_ids: list[str]
     queries: list[str]
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)  # query -> doc -> grade
+    # Documents judged with grade 0 (query -> docs). Left out of qrels, so the retrieval
+    # metrics count them as not relevant; on Cranfield this is the question's source paper
+    # (see bench/calibration.py, which counts it as relevant).
+    zero_graded: dict[str, set[str]] = field(default_factory=dict)
 
     def passages(self) -> list[str]:
         """Title and text as one passage, the way a chunk with a heading is indexed.
@@ -42,7 +46,8 @@ class BeirSet:
         keep = [i for i, q in enumerate(self.query_ids) if self.qrels.get(q)][:limit]
         return BeirSet(self.name, self.doc_ids, self.titles, self.texts,
                        [self.query_ids[i] for i in keep], [self.queries[i] for i in keep],
-                       {self.query_ids[i]: self.qrels[self.query_ids[i]] for i in keep})
+                       {self.query_ids[i]: self.qrels[self.query_ids[i]] for i in keep},
+                       self.zero_graded)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -59,11 +64,14 @@ def load_beir(folder: Path | str, name: str | None = None) -> BeirSet:
             raise AgentModesError(f"not a BEIR folder: {path} is missing")
     corpus = _read_jsonl(corpus_path)
     qrels: dict[str, dict[str, int]] = {}
+    zero_graded: dict[str, set[str]] = {}
     with qrels_path.open(encoding="utf-8") as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
             grade = int(float(row["score"]))
             if grade > 0:
                 qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = grade
+            elif grade == 0:
+                zero_graded.setdefault(str(row["query-id"]), set()).add(str(row["corpus-id"]))
     queries = [q for q in _read_jsonl(queries_path) if str(q["_id"]) in qrels]
     return BeirSet(
         name=name or folder.parent.name,
@@ -73,6 +81,7 @@ def load_beir(folder: Path | str, name: str | None = None) -> BeirSet:
         query_ids=[str(q["_id"]) for q in queries],
         queries=[q["text"] for q in queries],
         qrels=qrels,
+        zero_graded=zero_graded,
     )
 
 

@@ -42,7 +42,8 @@ def shrink(ds: BeirSet, limit: int | None) -> BeirSet:
     keep += [i for i, d in enumerate(ds.doc_ids) if d not in wanted][:20 * limit]
     keep.sort()
     return BeirSet(ds.name, [ds.doc_ids[i] for i in keep], [ds.titles[i] for i in keep],
-                   [ds.texts[i] for i in keep], small.query_ids, small.queries, small.qrels)
+                   [ds.texts[i] for i in keep], small.query_ids, small.queries, small.qrels,
+                   ds.zero_graded)
 
 
 def measure_all(systems: list[System], ds: BeirSet, progress=print) -> list[dict]:
@@ -103,9 +104,7 @@ def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibra
                 plain_rrf_system(passages, ds.queries, vectors, cached)]
     rows = measure_all(systems, ds, progress)
     searcher = Searcher(list(range(len(passages))), passages, vectors, embedder=cached)
-    doc_index = {d: i for i, d in enumerate(ds.doc_ids)}
-    relevant = [{doc_index[d] for d in ds.qrels[q] if d in doc_index} for q in ds.query_ids]
-    calibration.collect(table, ds.name, searcher, ds.queries, relevant,
+    calibration.collect(table, ds.name, searcher, ds.queries, calibration.relevant_rows(ds),
                         ("lexical", "semantic", "hybrid"))
     ablation_set = AblationSet(searcher, ds.queries, ds.doc_ids,
                                [ds.qrels[q] for q in ds.query_ids],

@@ -54,6 +54,18 @@ def confidence_rows(figures: list[dict]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+def precision_floor(figures: list[dict], target: float = 0.9) -> str:
+    """One line saying whether held-out precision at the threshold held on every set."""
+    cells = [f for f in figures if f["split"] == "held-out" and "/" not in f["mode"]]
+    if not cells:
+        return "No held-out figures in this run (model not refitted)."
+    low = [f"{f['dataset']} {f['mode']} {_fmt(f['precision'])}" for f in cells
+           if f["precision"] is not None and f["precision"] < target]
+    if low:
+        return f"Held-out precision BELOW {target} in: " + ", ".join(low) + "."
+    return f"Held-out precision at the threshold >= {target} on every set in every mode."
+
+
 def scale_rows(scale: list[dict]) -> tuple[list[str], list[list[str]]]:
     headers = ["chunks", "build s", "RSS growth MB", "vectors MB", "lexical p50 ms",
                "semantic p50 ms", "hybrid p50 ms", "hybrid p95 ms", "load avg"]
@@ -84,11 +96,14 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
                      "dev = even-numbered queries, test = odd-numbered; one setting for all "
                      f"sets. Best on dev: {best['variant']} ({best['params']}); ours hybrid "
                      f"ships z-score + feedback ({results['ablation']['default']})"))
-    headers, rows = confidence_rows(results["confidence"]["figures"])
+    figures = results["confidence"]["figures"]
+    headers, rows = confidence_rows(figures)
     sections.append(("confidence calibration", headers, rows,
                      f"HIGH_CONFIDENCE = {results['confidence']['high_confidence']}: the top hit "
                      "counts as confident at or above it; precision = share of confident top "
-                     "hits that are relevant; coverage = share of queries that are confident"))
+                     "hits that are relevant; coverage = share of queries that are confident. "
+                     "Cranfield counts each question's source paper (cranqrel code -1) as "
+                     "relevant (bench/calibration.py says why). " + precision_floor(figures)))
     if results["scale"]:
         headers, rows = scale_rows(results["scale"])
         sections.append(("scale run", headers, rows, results["scale_note"]))

@@ -8,18 +8,24 @@ and corpora:
 - margin: how far (in z) the hit stands above the next one.
 - coverage: share of the query's terms found in the hit (size-independent).
 - cosine: the raw embedding similarity (semantic and hybrid only).
+- agree (hybrid only): 1 if the hit is the top hit of both lexical and dense search. On a
+  corpus of near-identical documents (Cranfield's aerodynamics abstracts) z and margin look
+  "confident" for a wrong hit; two independent methods agreeing on it is what separates
+  one clearly right document from many similar ones (held-out coverage at the threshold,
+  hybrid: XQuAD-en 0.41 -> 0.66, Cranfield 0.30 -> 0.40, every set still >= 0.90).
 - rank: log(1 + position in the list), so the top hit is calibrated on its own terms.
 
 The coefficients are fitted offline by `agentmodes bench retrieval --fit-confidence` on the
 shared benchmark sets (HotpotQA, Cranfield, XQuAD-en; each set weighted equally) and stored
-in confidence.json next to this file, together with the out-of-fold figures (2 folds by
-query parity: each half scored by a model fitted on the other). HIGH_CONFIDENCE is the threshold at which the top hit was relevant at least 90%
-of the time on the question-answering sets' out-of-fold queries; the agent loop's adaptive
-exit uses it. Measured at 0.75 (precision / share of queries above it, hybrid): HotpotQA
-0.93 / 0.87, XQuAD-en 1.00 / 0.46; lexical 0.98 / 0.48 and 1.00 / 0.57; semantic 0.94 / 0.63
-and 1.00 / 0.55. On Cranfield (graded, incomplete judgments; its top hit is relevant for a
-third of the queries) no threshold reaches 90%: at 0.75 hybrid precision is 0.33.
-Confidence never rises down a result list (a lower-ranked hit is capped by the one above).
+in confidence.json next to this file. Each mode's logistic output is then mapped through a
+monotone piecewise-linear rescaling that sends the mode's `anchor` to HIGH_CONFIDENCE (0.9):
+the anchor is the lowest raw value at which the top hit was relevant at least 90% of the
+time on EVERY set, on out-of-fold predictions (2 folds by query parity: each half scored by
+a model fitted on the other). So "confidence >= HIGH_CONFIDENCE" means the same in every
+mode: the top hit was right at least 90% of the time on each benchmark set. The figures
+(held-out precision / coverage per set and mode) are in confidence.json and
+benchmarks/results/retrieval.md. Confidence never rises down a result list (a lower-ranked
+hit is capped by the one above).
 
 z-scores need a crowd: over a knowledge base of a handful of chunks they say nothing (one
 chunk has z = 0 however well it matches). Below SMALL_CORPUS chunks each mode therefore uses
@@ -38,7 +44,7 @@ import numpy as np
 FEATURES: dict[str, tuple[str, ...]] = {
     "lexical": ("z", "margin", "coverage", "rank"),
     "semantic": ("z", "margin", "coverage", "cosine", "rank"),
-    "hybrid": ("z", "margin", "coverage", "cosine", "rank"),
+    "hybrid": ("z", "margin", "coverage", "cosine", "agree", "rank"),
     "lexical/small": ("coverage", "rank"),
     "semantic/small": ("coverage", "cosine", "rank"),
     "hybrid/small": ("coverage", "cosine", "rank"),
@@ -58,8 +64,8 @@ def high_confidence_threshold() -> float:
 
 
 # The documented threshold: a top hit with confidence >= HIGH_CONFIDENCE was relevant at
-# least 90% of the time on every benchmark set's held-out queries (figures in
-# confidence.json and benchmarks/results/retrieval.md).
+# least 90% of the time on every benchmark set's held-out queries, in every mode (figures
+# in confidence.json and benchmarks/results/retrieval.md).
 HIGH_CONFIDENCE: float = high_confidence_threshold()
 
 
@@ -81,6 +87,26 @@ def _coefficients(mode: str) -> tuple[float, ...]:
     return tuple(float(c) for c in load_model()["modes"][mode]["coef"])
 
 
+def _scale(model: dict, mode: str) -> tuple[float, float]:
+    """(anchor, target) of a mode's rescaling; a model without anchors is left unscaled."""
+    anchor = model["modes"][mode].get("anchor")
+    target = float(model.get("high_confidence", 0.9))
+    return (target, target) if anchor is None else (float(anchor), target)
+
+
+def rescale(p: float, anchor: float, target: float) -> float:
+    """Monotone piecewise-linear map of [0, 1] onto itself sending `anchor` to `target`.
+
+    It keeps the order of hits (so rankings and the cap below are unaffected) and moves
+    only where a mode's probabilities cross the documented threshold. An anchor of 1.0
+    means no raw value was safe: the hit then stays below the target."""
+    if anchor >= 1.0:
+        return p * target * 0.99
+    if p < anchor:
+        return p * target / anchor
+    return target + (p - anchor) * (1.0 - target) / (1.0 - anchor)
+
+
 def model_name(mode: str, corpus_size: int | None) -> str:
     """Which fitted model scores a result list of `mode` over `corpus_size` chunks."""
     return f"{mode}/small" if corpus_size is not None and corpus_size < SMALL_CORPUS else mode
@@ -97,13 +123,15 @@ def confidences(mode: str, features: dict[str, np.ndarray], model: dict | None =
         return []
     mode = model_name(mode, corpus_size)
     coef = _coefficients(mode) if model is None else tuple(model["modes"][mode]["coef"])
+    anchor, target = _scale(load_model() if model is None else model, mode)
     # A result list is a handful of hits: plain floats beat numpy's per-call overhead here,
     # and this runs on every search.
     columns = [features[name].tolist() for name in FEATURES[mode]]
     out, cap = [], 1.0
     for values in zip(*columns):
         logit = coef[0] + sum(w * v for w, v in zip(coef[1:], values))
-        cap = min(cap, 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, logit)))))
+        p = 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, logit))))
+        cap = min(cap, rescale(p, anchor, target))
         out.append(cap)
     return out
 

@@ -149,7 +149,12 @@ class Searcher:
                 fused += w.dense_feedback * on_lexical_rows(zscores(feedback_scores), lex_z)
         cosine = on_lexical_rows(dense_scores)
         best = top_k(fused, k + 1)
-        return self._ranking("hybrid", lex_ids, fused, fused[best], best, k, terms, cosine)
+        # The "agree" confidence feature: the chunk both methods rank first, if they agree.
+        lex_top = int(lex_ids[int(np.argmax(lex_z))])
+        agreed = lex_top if len(dense_ids) and \
+            int(dense_ids[int(np.argmax(dense_scores))]) == lex_top else None
+        return self._ranking("hybrid", lex_ids, fused, fused[best], best, k, terms, cosine,
+                             agreed)
 
     def _require_vectors(self) -> None:
         if self.embedder is None:
@@ -180,10 +185,12 @@ class Searcher:
         return out, mask
 
     def _ranking(self, mode: str, ids: np.ndarray, scores: np.ndarray, z_best: np.ndarray,
-                 best: np.ndarray, k: int, terms: list[str], cosine: np.ndarray | None) -> Ranking:
+                 best: np.ndarray, k: int, terms: list[str], cosine: np.ndarray | None,
+                 agreed: int | None = None) -> Ranking:
         """Cut to k and compute per-hit features; the (k+1)-th hit only supplies a margin.
 
-        z_best holds the z-scores of the `best` rows (in the same order)."""
+        z_best holds the z-scores of the `best` rows (in the same order); `agreed` is the
+        chunk id lexical and dense search both rank first (hybrid only; None if they differ)."""
         shown = best[:k]
         z_best = np.asarray(z_best, dtype=np.float32)
         following = np.append(z_best[1:], z_best[-1] if len(z_best) else 0.0)[:len(shown)]
@@ -193,5 +200,8 @@ class Searcher:
                     else np.log1p(np.arange(len(shown), dtype=np.float32))}
         if cosine is not None:
             features["cosine"] = cosine[shown].astype(np.float32)
+        if mode == "hybrid":
+            features["agree"] = (ids[shown] == (-1 if agreed is None else agreed)).astype(
+                np.float32)
         return Ranking(mode, ids[shown].astype(np.int64), scores[shown].astype(np.float32),
                        features, len(ids))
