@@ -123,15 +123,17 @@ def test_packaged_threshold_held_90_percent_on_every_set_and_mode():
     # Cranfield did, at 0.33, before the per-set anchors) must not ship.
     model = load_model()
     held_out = [f for f in model["figures"]
-                if f["split"] == "held-out" and "/" not in f["mode"]]
+                if f["split"] in ("held-out", "nested") and "/" not in f["mode"]]
     assert {f["dataset"] for f in held_out} == {"hotpotqa", "cranfield", "xquad-en"}
     assert {f["mode"] for f in held_out} == {"lexical", "semantic", "hybrid"}
+    assert {f["split"] for f in held_out} == {"held-out", "nested"}
     for f in held_out:
         assert f["threshold"] == high_confidence_threshold()
         assert f["precision"] is not None and f["precision"] >= 0.9, f
         assert f["coverage"] > 0.0, f
-    hybrid = {f["dataset"]: f["coverage"] for f in held_out if f["mode"] == "hybrid"}
-    assert hybrid["hotpotqa"] >= 0.5 and hybrid["xquad-en"] >= 0.5
+    hybrid = {f["dataset"]: f["coverage"] for f in held_out
+              if f["mode"] == "hybrid" and f["split"] == "held-out"}
+    assert hybrid["hotpotqa"] >= 0.5 and hybrid["xquad-en"] >= 0.4
 
 
 def test_hybrid_marks_the_hit_both_methods_rank_first():

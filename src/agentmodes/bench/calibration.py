@@ -5,12 +5,19 @@ weighted equally (XQuAD's 1,190 queries would otherwise drown HotpotQA's 100).
 Threshold: chosen on out-of-fold predictions, because 50 held-out HotpotQA queries swing
 top-1 precision by ten points: the queries are split by parity, each half is scored by a
 model fitted on the other half. Each model's `anchor` is the smallest raw probability at
-which the top hit of those out-of-fold predictions was relevant at least 90% of the time on
-EVERY set (Cranfield included); confidence.py maps each anchor to HIGH_CONFIDENCE = 0.9, so
-the threshold means the same in every mode. The reported figures are those out-of-fold
-ones ("held-out"), plus the final model (fitted on all queries) on all queries. The anchor
-is one number per mode picked on the same out-of-fold points it is reported on, a small
-optimism that the per-set precision floor absorbs less than a refit would.
+which the top hit of those out-of-fold predictions was relevant at least ANCHOR_PRECISION
+(92%) of the time on EVERY set (Cranfield included); confidence.py maps each anchor to
+HIGH_CONFIDENCE = 0.9, so the threshold means the same in every mode.
+
+Why 92% for a 90% promise: an anchor picked where precision is exactly 90% is picked on the
+very queries it is then scored on. The "nested" figures show what that costs: the anchor is
+picked on one half's out-of-fold points and scored on the other half (whose model was
+fitted on the picking half), both directions pooled. Picked at 90%, nested precision was
+0.89 on Cranfield hybrid and 0.90 on three more cells (measured 2026-11-30); picked at 92%
+it was 0.93 or more in every set and mode, at some coverage (hybrid XQuAD-en 0.66 -> 0.51).
+Reported: "held-out" (out-of-fold model, anchor from all out-of-fold points), "nested"
+(model and anchor both from the other half) and "all" (the final model, fitted on all
+queries, on all queries).
 
 Relevance: a grade > 0 in qrels, plus, on Cranfield, the one document per query judged -1
 in cranqrel (score 0 in the BEIR conversion, read there as "no interest"). That document
@@ -35,7 +42,8 @@ from ..knowledge.confidence import (FEATURES, MODEL_PATH, SMALL_CORPUS, confiden
 from ..knowledge.searcher import Searcher
 from .beir import BeirSet
 
-TARGET_PRECISION = 0.9
+TARGET_PRECISION = 0.9   # the documented promise, and the value of HIGH_CONFIDENCE
+ANCHOR_PRECISION = 0.92  # what an anchor must reach, leaving room for sampling (see above)
 # Sets whose zero-graded document is the question's source paper (see above).
 SOURCE_PAPER_SETS = ("cranfield",)
 THRESHOLDS = np.round(np.arange(0.50, 0.991, 0.01), 2)
@@ -121,11 +129,12 @@ def precision_coverage(conf: np.ndarray, good: np.ndarray, threshold: float,
     return precision, n / max(total, 1), n
 
 
-def lowest_safe(cells: list[tuple[np.ndarray, np.ndarray]]) -> float | None:
-    """Smallest threshold with >= 90% top-1 precision in every cell (a cell with no query
+def lowest_safe(cells: list[tuple[np.ndarray, np.ndarray]],
+                target: float = TARGET_PRECISION) -> float | None:
+    """Smallest threshold with top-1 precision >= target in every cell (a cell with no query
     above it does not object); None if there is none."""
     for threshold in THRESHOLDS:
-        if all(p is None or p >= TARGET_PRECISION
+        if all(p is None or p >= target
                for p in (precision_coverage(c, g, threshold, len(c))[0] for c, g in cells)):
             return float(threshold)
     return None
@@ -137,14 +146,37 @@ def choose_threshold(points: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]
     return float(THRESHOLDS[-1]) if safe is None else safe
 
 
-def anchors(points: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
-    """Per model: lowest_safe over its cells on every set (1.0 if none is safe)."""
-    names = {name for _, name in points}
+Points = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (set, model) -> top hits
+
+
+def anchors(points: Points) -> dict[str, float]:
+    """Per model: lowest_safe at ANCHOR_PRECISION over its cells on every set (1.0: none)."""
     out = {}
-    for name in names:
-        safe = lowest_safe([cell for (_, n), cell in points.items() if n == name])
+    for name in {name for _, name in points}:
+        safe = lowest_safe([cell for (_, n), cell in points.items() if n == name],
+                           ANCHOR_PRECISION)
         out[name] = 1.0 if safe is None else safe
     return out
+
+
+def _rescaled(points: Points, anchor_of: dict[str, float]) -> Points:
+    return {(dataset, name): (np.array([rescale(p, anchor_of[name], TARGET_PRECISION)
+                                       for p in conf]), good)
+            for (dataset, name), (conf, good) in points.items()}
+
+
+def nested(table: HitTable, folds: dict[int, dict], names: list[tuple[str, str]]) -> Points:
+    """Anchor picked on one half's out-of-fold points, scored on the other half (whose
+    model was fitted on the picking half); both directions pooled."""
+    halves = []
+    for pick in (0, 1):
+        picked = {(d, n): top_hit_points(_fold(table.rows[(d, n.split("/")[0])], pick), n,
+                                         folds[1 - pick]) for d, n in names}
+        scored = {(d, n): top_hit_points(_fold(table.rows[(d, n.split("/")[0])], 1 - pick), n,
+                                         folds[pick]) for d, n in names}
+        halves.append(_rescaled(scored, anchors(picked)))
+    return {key: (np.concatenate([h[key][0] for h in halves]),
+                  np.concatenate([h[key][1] for h in halves])) for key in names}
 
 
 def fit(table: HitTable) -> tuple[dict, list[dict]]:
@@ -155,25 +187,22 @@ def fit(table: HitTable) -> tuple[dict, list[dict]]:
     oof = {(dataset, name): out_of_fold(rows, name, folds)
            for (dataset, mode), rows in table.rows.items()
            for name in FEATURES if name.split("/")[0] == mode}
-    for name, anchor in anchors(oof).items():
+    anchor_of = anchors(oof)
+    for name, anchor in anchor_of.items():
         model["modes"][name]["anchor"] = anchor
-    # Report the out-of-fold probabilities on the final scale.
-    oof = {(dataset, name): (np.array([rescale(p, model["modes"][name]["anchor"],
-                                               TARGET_PRECISION) for p in conf]), good)
-           for (dataset, name), (conf, good) in oof.items()}
-    return model, report(table, model, oof)
+    splits = {"held-out": _rescaled(oof, anchor_of), "nested": nested(table, folds, list(oof))}
+    return model, report(table, model, splits)
 
 
-def report(table: HitTable, model: dict,
-           oof: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] | None = None) -> list[dict]:
-    """Figures at the model's threshold: out-of-fold ("held-out", when given) and all queries."""
+def report(table: HitTable, model: dict, held_out: dict[str, Points] | None = None) -> list[dict]:
+    """Figures at the model's threshold: the given held-out splits, then all queries."""
     threshold = float(model["high_confidence"])
     out = []
     for (dataset, mode), rows in sorted(table.rows.items()):
         for name in [n for n in FEATURES if n.split("/")[0] == mode and n in model["modes"]]:
-            splits = [("all", top_hit_points(_fold(rows, None), name, model))]
-            if oof is not None:
-                splits.insert(0, ("held-out", oof[(dataset, name)]))
+            splits = [(split, points[(dataset, name)])
+                      for split, points in (held_out or {}).items()]
+            splits.append(("all", top_hit_points(_fold(rows, None), name, model)))
             for split, (conf, good) in splits:
                 precision, coverage, n = precision_coverage(conf, good, threshold, len(rows))
                 out.append({"dataset": dataset, "mode": name, "split": split,
@@ -186,5 +215,5 @@ def report(table: HitTable, model: dict,
 
 
 def save(model: dict, figures: list[dict], path: Path = MODEL_PATH) -> None:
-    model = dict(model, figures=[f for f in figures if f["split"] == "held-out"])
+    model = dict(model, figures=[f for f in figures if f["split"] != "all"])
     Path(path).write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")

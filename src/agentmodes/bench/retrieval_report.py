@@ -56,14 +56,15 @@ def confidence_rows(figures: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 def precision_floor(figures: list[dict], target: float = 0.9) -> str:
     """One line saying whether held-out precision at the threshold held on every set."""
-    cells = [f for f in figures if f["split"] == "held-out" and "/" not in f["mode"]]
+    cells = [f for f in figures if f["split"] != "all" and "/" not in f["mode"]]
     if not cells:
         return "No held-out figures in this run (model not refitted)."
-    low = [f"{f['dataset']} {f['mode']} {_fmt(f['precision'])}" for f in cells
+    low = [f"{f['dataset']} {f['mode']} {f['split']} {_fmt(f['precision'])}" for f in cells
            if f["precision"] is not None and f["precision"] < target]
     if low:
         return f"Held-out precision BELOW {target} in: " + ", ".join(low) + "."
-    return f"Held-out precision at the threshold >= {target} on every set in every mode."
+    return (f"Held-out and nested precision at the threshold >= {target} on every set in "
+            "every mode.")
 
 
 def scale_rows(scale: list[dict]) -> tuple[list[str], list[list[str]]]:
