@@ -75,57 +75,57 @@ def _print_summary(report: ScoreReport) -> None:
     Console().print(table)
 
 
-@bench_app.command("humaneval")
-def humaneval(
-    score_samples: Optional[Path] = typer.Option(None, "--score-samples", help=SAMPLES_HELP),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    workers: int = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
-                                "generation, tasks in parallel (HTTP backends only)."),
-    timeout: float = typer.Option(SCORING_LIMITS.cpu_seconds(), "--timeout", min=1,
-                                  help="CPU seconds per program (wall clock: 3x + 5 s)."),
-    strategy: str = typer.Option("simple,reflection,reflexion", "--strategy", help=STRATEGY_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N problems."),
-    llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
-    max_iterations: int = typer.Option(2, "--max-iterations", min=0, max=10,
-                                       help="reflection: critique/refine rounds"),
-    trials: int = typer.Option(3, "--trials", min=1, max=10, help="reflexion: trials"),
-) -> None:
-    """HumanEval (164 problems): pass@1. Exit 1 if some sample lines were skipped."""
+# humaneval and mbpp take the same options (mbpp adds --split); one definition serves both.
+_SAMPLES = typer.Option(None, "--score-samples", help=SAMPLES_HELP)
+_JSON = typer.Option(False, "--json", help="Print one JSON object.")
+_DATA = typer.Option(None, "--data", help=DATA_HELP)
+_WORKERS = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
+                        "generation, tasks in parallel (HTTP backends only).")
+_TIMEOUT = typer.Option(SCORING_LIMITS.cpu_seconds(), "--timeout", min=1,
+                        help="CPU seconds per program (wall clock: 3x + 5 s).")
+_STRATEGY = typer.Option("simple,reflection,reflexion", "--strategy", help=STRATEGY_HELP)
+_LIMIT = typer.Option(None, "--limit", min=1, help="First N problems.")
+_LLM = typer.Option(None, "--llm", help=LLM_HELP)
+_ITERATIONS = typer.Option(2, "--max-iterations", min=0, max=10,
+                           help="reflection: critique/refine rounds")
+_TRIALS = typer.Option(3, "--trials", min=1, max=10, help="reflexion: trials")
+
+
+def _code_benchmark(name: str, score_samples: Optional[Path], json_out: bool,
+                    data: Optional[Path], workers: int, timeout: float, strategy: str,
+                    limit: Optional[int], llm: Optional[str], max_iterations: int, trials: int,
+                    **extra: Any) -> None:
+    """Score a samples file if one is given, else generate with the chosen strategies."""
     if score_samples is None:
-        _generate("humaneval", strategy=strategy, limit=limit, llm=llm, workers=workers,
-                  data=data, json_out=json_out, max_iterations=max_iterations,
-                  trials=trials)
+        _generate(name, strategy=strategy, limit=limit, llm=llm, workers=workers, data=data,
+                  json_out=json_out, max_iterations=max_iterations, trials=trials, **extra)
         return
-    _score("humaneval", score_samples, data, json_out, workers, timeout)
+    _score(name, score_samples, data, json_out, workers, timeout, **extra)
+
+
+@bench_app.command("humaneval")
+def humaneval(score_samples: Optional[Path] = _SAMPLES, json_out: bool = _JSON,
+              data: Optional[Path] = _DATA, workers: int = _WORKERS, timeout: float = _TIMEOUT,
+              strategy: str = _STRATEGY, limit: Optional[int] = _LIMIT,
+              llm: Optional[str] = _LLM, max_iterations: int = _ITERATIONS,
+              trials: int = _TRIALS) -> None:
+    """HumanEval (164 problems): pass@1. Exit 1 if some sample lines were skipped."""
+    _code_benchmark("humaneval", score_samples, json_out, data, workers, timeout, strategy,
+                    limit, llm, max_iterations, trials)
 
 
 @bench_app.command("mbpp")
-def mbpp(
-    score_samples: Optional[Path] = typer.Option(None, "--score-samples", help=SAMPLES_HELP),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    split: str = typer.Option("test", "--split",
-                              help=f"MBPP sanitized split: {' or '.join(MBPP_SPLITS)} "
-                                   "(test = task ids 11-510)."),
-    workers: int = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
-                                "generation, tasks in parallel (HTTP backends only)."),
-    timeout: float = typer.Option(SCORING_LIMITS.cpu_seconds(), "--timeout", min=1,
-                                  help="CPU seconds per program (wall clock: 3x + 5 s)."),
-    strategy: str = typer.Option("simple,reflection,reflexion", "--strategy", help=STRATEGY_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N problems."),
-    llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
-    max_iterations: int = typer.Option(2, "--max-iterations", min=0, max=10,
-                                       help="reflection: critique/refine rounds"),
-    trials: int = typer.Option(3, "--trials", min=1, max=10, help="reflexion: trials"),
-) -> None:
+def mbpp(score_samples: Optional[Path] = _SAMPLES, json_out: bool = _JSON,
+         data: Optional[Path] = _DATA,
+         split: str = typer.Option("test", "--split",
+                                   help=f"MBPP sanitized split: {' or '.join(MBPP_SPLITS)} "
+                                        "(test = task ids 11-510)."),
+         workers: int = _WORKERS, timeout: float = _TIMEOUT, strategy: str = _STRATEGY,
+         limit: Optional[int] = _LIMIT, llm: Optional[str] = _LLM,
+         max_iterations: int = _ITERATIONS, trials: int = _TRIALS) -> None:
     """MBPP sanitized (test split: 257 problems): pass@1. Exit 1 if some lines were skipped."""
-    if score_samples is None:
-        _generate("mbpp", strategy=strategy, limit=limit, llm=llm, workers=workers,
-                  data=data, json_out=json_out, max_iterations=max_iterations,
-                  trials=trials, split=split)
-        return
-    _score("mbpp", score_samples, data, json_out, workers, timeout, split)
+    _code_benchmark("mbpp", score_samples, json_out, data, workers, timeout, strategy, limit,
+                    llm, max_iterations, trials, split=split)
 
 
 def _scale_sizes(text: str) -> list[int]:
