@@ -119,6 +119,8 @@ class FaultServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
+        # Clients hanging up mid-stream is what these tests do on purpose; don't print it.
+        self._httpd.handle_error = lambda request, client_address: None
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
