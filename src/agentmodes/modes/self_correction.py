@@ -16,22 +16,13 @@ from typing import Any, Optional
 from ..events import Usage
 from ..llm.base import ChatModel, GenerationOptions
 from ..llm.completion import collect
+from ..prompts.language import detect_language
 
 PROMPT_DIR = ("prompts", "selfcorrect")
 
-_GERMAN_HINTS = re.compile(
-    r"\b(der|die|das|und|ist|nicht|ein|eine|mit|für|schreibe|welche|wie|wann|wo|auf)\b|[äöüß]",
-    re.IGNORECASE)
-
-
-def detect_language(text: str) -> str:
-    """"de" when the text reads German (a few function words or umlauts), else "en"."""
-    hits = len(_GERMAN_HINTS.findall(text or ""))
-    return "de" if hits >= 2 else "en"
-
-
 def resolve_language(language: str, text: str) -> str:
-    return detect_language(text) if language == "auto" else language
+    """The prompt language: as set, or for "auto" the task's own (the chat modes' detector)."""
+    return detect_language(text or "") if language == "auto" else language
 
 
 @lru_cache(maxsize=None)
