@@ -20,6 +20,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError, KnowledgeBaseError
+from ..http_retry import RETRYABLE_STATUS, backoff_delay, parse_retry_after
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -101,8 +102,9 @@ class OpenAIEmbedder:
     """An OpenAI-compatible `/v1/embeddings` endpoint.
 
     Base URL and key come from the arguments or OPENAI_BASE_URL / OPENAI_API_KEY. Requests go
-    in batches; transient failures (connection errors, 429, 5xx) are retried with exponential
-    backoff; anything else becomes one KnowledgeBaseError line that names the server.
+    in batches; transient failures (connection errors, 429, 5xx) are retried with the chat
+    backend's policy (http_retry: jittered exponential backoff, Retry-After as a floor);
+    anything else becomes one KnowledgeBaseError line that names the server.
     """
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
@@ -132,6 +134,7 @@ class OpenAIEmbedder:
         url = f"{self.base_url}/embeddings"
         last_error = ""
         for attempt in range(self.retries + 1):
+            wait = None
             try:
                 response = self._client.post(url, json={"model": self.model, "input": inputs})
             except self._httpx.HTTPError as err:
@@ -140,10 +143,11 @@ class OpenAIEmbedder:
                 if response.status_code == 200:
                     return self._parse(response, len(inputs))
                 last_error = f"{url} answered {response.status_code}: {response.text[:200]!r}"
-                if response.status_code not in (408, 409, 429) and response.status_code < 500:
+                if response.status_code not in RETRYABLE_STATUS:
                     break  # a client error will not get better by retrying
+                wait = parse_retry_after(response.headers.get("retry-after"))
             if attempt < self.retries:
-                time.sleep(min(0.5 * 2 ** attempt, 8.0))
+                time.sleep(backoff_delay(attempt + 1, wait, cap=8.0))
         raise KnowledgeBaseError(f"embedding request failed: {last_error}")
 
     def _parse(self, response, expected: int) -> np.ndarray:

@@ -28,10 +28,8 @@ Configuration (constructor arguments win over the environment):
 
 from __future__ import annotations
 
-import email.utils
 import json
 import os
-import random
 import time
 from typing import Any, Iterator, Optional
 
@@ -39,11 +37,11 @@ import httpx
 
 from ..errors import ConfigError, LLMError
 from ..events import Usage
+from ..http_retry import RETRYABLE_STATUS, backoff_delay, parse_retry_after
 from .base import ChatChunk, GenerationOptions, Message, ToolCallDelta
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_STOP_SEQUENCES = 4
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
 class _StreamCut(Exception):
@@ -146,15 +144,11 @@ class OpenAICompatModel:
             raise LLMError(f"LLM server at {self.base_url} rejected the request "
                            f"(HTTP {status}){': ' + detail if detail else ''}")
         return (f"HTTP {status}{': ' + detail if detail else ''}",
-                _retry_after(response.headers.get("retry-after")))
+                parse_retry_after(response.headers.get("retry-after")))
 
     def _backoff(self, attempt: int, retry_after: Optional[float]) -> float:
-        # Full jitter spreads retries of many clients; Retry-After is a floor, not a hint.
-        delay = random.uniform(0.5, 1.0) * min(self.backoff_max,
-                                               self.backoff_base * 2 ** (attempt - 1))
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.max_retry_after))
-        return delay
+        return backoff_delay(attempt, retry_after, base=self.backoff_base,
+                             cap=self.backoff_max, max_retry_after=self.max_retry_after)
 
 
 def _parse_stream(response: httpx.Response, prompt_chars: int) -> Iterator[ChatChunk]:
@@ -248,21 +242,6 @@ def _usage(raw: Any) -> Optional[Usage]:
     return Usage(prompt_tokens=int(raw.get("prompt_tokens") or 0),
                  completion_tokens=int(raw.get("completion_tokens") or 0),
                  cached_tokens=int(details.get("cached_tokens") or 0), calls=1)
-
-
-def _retry_after(value: Optional[str]) -> Optional[float]:
-    """Retry-After is either seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _error_detail(response: httpx.Response) -> str:
