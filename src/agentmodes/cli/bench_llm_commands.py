@@ -14,6 +14,7 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
+from .bench_commands import DATA_HELP
 from .main import bench_app
 
 LLM_HELP = "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM"
@@ -75,8 +76,7 @@ def hotpotqa(
     max_iterations: int = typer.Option(5, "--max-iterations", min=1, max=50,
                                        help="agent_max_iterations (multihop: +2, at most 10)"),
     trials: int = typer.Option(3, "--trials", min=1, max=10, help="Reflexion trials."),
-    data: Optional[Path] = typer.Option(None, "--data", help="Benchmark data folder (default: "
-                                        "$AGENTMODES_DATA or ../shared/data)."),
+    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
     no_embed: bool = typer.Option(False, "--no-embed", help="Build the KB without vectors "
                                   "(lexical search only; no embedding model needed)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),

@@ -9,11 +9,11 @@ from typing import Optional
 
 import typer
 
+from .bench_commands import DATA_HELP
 from .main import bench_app, fail
 
 OUT_HELP = "Where the JSON and Markdown results are written."
 MODEL_HELP = "A GGUF file (default: the embedded SmolLM2-135M-Instruct)."
-DATA_HELP = "Benchmark data folder (default: $AGENTMODES_DATA or ../shared/data)."
 
 
 def _write(out_dir: Path, stem: str, report: dict, markdown: str) -> None:
