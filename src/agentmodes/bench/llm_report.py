@@ -7,7 +7,6 @@ also gives each variant's accuracy and cost as a ratio to the first (baseline) v
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -16,6 +15,8 @@ from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
+
+from .results import write_results
 
 
 @dataclass(slots=True)
@@ -99,12 +100,9 @@ def plot(report: Report, path: Path) -> bool:
 
 
 def write(report: Report, out_dir: Path, stem: str) -> dict[str, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
     report.meta.setdefault("written", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    paths = {"json": out_dir / f"{stem}.json", "md": out_dir / f"{stem}.md"}
-    paths["json"].write_text(json.dumps(report.as_dict(), indent=1, ensure_ascii=False,
-                                        default=str) + "\n", encoding="utf-8")
-    paths["md"].write_text(markdown(report), encoding="utf-8")
+    json_path, md_path = write_results(out_dir, stem, report.as_dict(), markdown(report))
+    paths = {"json": json_path, "md": md_path}
     png = out_dir / f"{stem}.png"
     if plot(report, png):
         paths["png"] = png

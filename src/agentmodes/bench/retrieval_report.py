@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import platform
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+from .results import write_results
 
 BASELINE = "bm25s+stem"
 QUALITY = ("ndcg@10", "recall@5", "recall@10", "mrr@10")
@@ -127,14 +128,10 @@ def write_reports(results: dict, out_dir: Path) -> tuple[Path, Path]:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     results = dict(results, measured=stamp, machine=f"{platform.machine()}, "
                    f"{platform.python_implementation()} {platform.python_version()}")
-    json_path = out_dir / "retrieval.json"
-    json_path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     parts = [f"# Retrieval benchmark\n\nMeasured {stamp} by `agentmodes bench retrieval`. "
              f"{results['memory_note']}; {results['latency_note']}. Data: ../shared/data "
              "(HotpotQA CC BY-SA 4.0, XQuAD CC BY-SA 4.0, Cranfield public research "
              "collection).\n"]
     for title, headers, rows, note in _sections(results):
         parts.append(f"## {title}\n\n{note}\n\n{_markdown(headers, rows)}\n")
-    md_path = out_dir / "retrieval.md"
-    md_path.write_text("\n".join(parts), encoding="utf-8")
-    return json_path, md_path
+    return write_results(out_dir, "retrieval", results, "\n".join(parts))

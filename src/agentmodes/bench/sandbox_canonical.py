@@ -12,7 +12,6 @@ its time shows what the isolation costs. Writes benchmarks/results/sandbox_canon
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -26,6 +25,7 @@ from ..evaluators.code import SCORING_LIMITS, CodeTask, reference_program
 from ..tools.sandbox import isolation_level
 from ..tools.sandbox.runner import sandbox_interpreter
 from .codedata import MBPP_TEST_SPLIT, load_humaneval, load_mbpp
+from .results import write_results
 from .score_samples import Sample, score_samples
 
 RESULTS = Path("benchmarks/results")
@@ -136,10 +136,8 @@ def main() -> None:
         result = run(args.workers, args.data)
     except AgentModesError as err:
         raise SystemExit(f"agentmodes: error: {err}") from None
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sandbox_canonical.json").write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
-    (args.out / "sandbox_canonical.md").write_text(table)
+    write_results(args.out, "sandbox_canonical", result, table)
     print(table)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..server.process import running_server
+from .results import write_results
 
 DOCS = {
     "kontakt.md": "# Kontakt\n\nDie DG Agentur hat montags bis freitags von 9 bis 18 Uhr "
@@ -236,13 +237,8 @@ def markdown(report: dict) -> str:
 
 
 def write_report(report: dict, out_dir: Path) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
     report = {**report, "rows": _ratios(report)}
-    json_path, md_path = out_dir / "server_load.json", out_dir / "server_load.md"
-    json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
-    md_path.write_text(markdown(report), encoding="utf-8")
-    return json_path, md_path
+    return write_results(out_dir, "server_load", report, markdown(report))
 
 
 def parse_levels(text: str) -> list[int]:

@@ -3,12 +3,12 @@ prefix reuse and step grammars (bench/embedded.py), written to benchmarks/result
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from ..bench.results import write_results
 from .bench_commands import DATA_HELP
 from .main import bench_app, fail
 
@@ -17,10 +17,7 @@ MODEL_HELP = "A GGUF file (default: the embedded SmolLM2-135M-Instruct)."
 
 
 def _write(out_dir: Path, stem: str, report: dict, markdown: str) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False)
-                                          + "\n", encoding="utf-8")
-    (out_dir / f"{stem}.md").write_text(markdown, encoding="utf-8")
+    write_results(out_dir, stem, report, markdown)
     typer.echo(markdown)
 
 

@@ -3,11 +3,11 @@ smolagents and pydantic-ai (bench/overhead.py), written to benchmarks/results/ov
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
+from ..bench.results import write_results
 from .main import bench_app, fail
 
 
@@ -27,8 +27,6 @@ def overhead(
         raise fail("--iterations must be >= 1 and --runs >= 3")
     err = Console(stderr=True)
     report = run_all(iterations, runs, progress=lambda name: err.print(f"measuring {name} ..."))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "overhead.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     table = markdown(report)
-    (out_dir / "overhead.md").write_text(table, encoding="utf-8")
+    write_results(out_dir, "overhead", report, table)
     typer.echo(table)
