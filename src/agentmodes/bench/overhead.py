@@ -327,7 +327,7 @@ def _ratio(value: float, base: float) -> Optional[float]:
 
 
 def markdown(report: dict) -> str:
-    lines = [f"# Framework overhead per iteration\n",
+    lines = ["# Framework overhead per iteration\n",
              f"{report['benchmark']}; {report['iterations_per_run']} tool iterations per run, "
              f"Python {report['python']}, {report['cpus']} CPUs, load average "
              f"{report['load_average_1m']} during the run. Ratio = framework median / "
