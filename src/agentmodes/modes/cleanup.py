@@ -89,6 +89,8 @@ def junk_reason(text: str, lang: str, detect: Optional[callable] = None) -> Opti
     found = words(text)
     if not found and not re.search(r"(?<!\w)\d", text):
         return "junk"
+    if re.fullmatch(r"\s*\([^()]*\)[\s.]*", text):
+        return "fragment"                 # only a parenthesis, e.g. a repeated "(...)"
     if detect is not None and len(found) >= 4:
         other = detect(text)
         if other is not None and other != lang:

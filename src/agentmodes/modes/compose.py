@@ -196,13 +196,14 @@ class _Work:
             by_source: dict[int, list[str]] = {}
             for cand in self.cands:
                 by_source.setdefault(cand.source, []).append(cand.text)
-            self._evidence = [self.judge.evidence(getattr(s, "title", "") + " " + s.text,
+            self._evidence = [self.judge.evidence(getattr(s, "title", "") or "",
                                                   by_source.get(n, []))
                               for n, s in enumerate(self.sources, start=1)]
         return self._evidence
 
     def drop(self, statement: Statement, reason: str) -> None:
-        self.dropped.append({"text": statement.text, "reason": reason})
+        text = statement.text if len(statement.text) <= 200 else statement.text[:197] + "..."
+        self.dropped.append({"text": text, "reason": reason})
 
     # the model's statements
     def judge_model(self, answer: str) -> list[_Kept]:

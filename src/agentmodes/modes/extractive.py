@@ -23,7 +23,7 @@ import numpy as np
 from ..knowledge.analysis import Analyzer, detect_language
 from ..knowledge.fusion import zscore_fusion, zscores
 from ..knowledge.lexical import LexicalIndex
-from .answer_types import CONTACT, contact_kinds, density, evidence
+from .answer_types import CONTACT, CONTACT_KINDS, contact_kinds, density, evidence
 from .statements import Statement, split_statements
 
 
@@ -159,6 +159,15 @@ def select(ranked: list[Candidate], kinds: Sequence[str], *, max_statements: int
         having = [c for c in ranked if kind in c.kinds and id(c) not in used]
         if having:                             # the most of that content, among the best
             take(max(having, key=lambda c: c.score + FACET * density(c.text, kind)))
+    if CONTACT in wanted:                      # phone, e-mail and address, where found
+        missing = set(CONTACT_KINDS) - contact_kinds(_text_of(chosen))
+        while missing and len(chosen) < max_statements:
+            adds = [(len(contact_kinds(c.text) & missing), c.score, i)
+                    for i, c in enumerate(ranked) if id(c) not in used and CONTACT in c.kinds]
+            adds = [a for a in adds if a[0]]
+            if not adds or not take(ranked[max(adds)[2]]):
+                break
+            missing -= contact_kinds(_text_of(chosen))
     if not chosen:
         take(ranked[0])
     lead = max(e.parts[0].score for e in chosen)
@@ -200,6 +209,10 @@ def _with_neighbours(c: Candidate, group: list[Candidate], used: set[int]) -> li
                 and len(c.text) + len(nxt.text) <= GROUP_CHARS):
             out.append(nxt)
     return [c] + out
+
+
+def _text_of(chosen: list[Extract]) -> str:
+    return " ".join(p.text for e in chosen for p in e.parts)
 
 
 def _adds(c: Candidate, chosen: list[Extract]) -> bool:

