@@ -224,3 +224,21 @@ def test_the_done_event_names_the_origin_of_each_statement(kb):
     assert HOURS.search(done["full_response"])
     cited = [s for s in done["sources"] if s["cited"]]
     assert cited and all(Path(s["source"]).name == "kontakt.md" for s in cited)
+
+
+# -- Reflection's text answers (the service's `reflect` rounds) ---------------------------
+def test_a_refined_answer_is_composed_like_the_modes_answers(kb):
+    from agentmodes.llm.scripted import ScriptedModel
+    from agentmodes.review_pass import review_answer
+
+    sources = [dict(s.as_dict(), index=i, cited=False)
+               for i, s in enumerate(gathered(kb, WHEN, "Öffnungszeiten"), start=1)]
+    done = {"done": True, "full_response": "Die Agentur ist geöffnet.", "sources": sources,
+            "usage": {}}
+    llm = ScriptedModel(['{"issues": ["keine Zeiten"], "verdict": "revise"}',
+                         "[Vollständige Antwort mit Quellen wie [1]]",
+                         '{"issues": [], "verdict": "pass"}'])
+    final = [e for e in review_answer(llm, WHEN, done, rounds=1, language="de")
+             if e.get("done")][0]
+    assert "Vollständige Antwort" not in final["full_response"]
+    assert HOURS.search(first_sentence(final["full_response"]))

@@ -13,7 +13,8 @@ answer composer), and four answers are scored side by side:
 Scores: the share with a gold answer in the first 300 characters, the share that cites a
 gold passage, both at once, exact match and F1 of the first sentence (SQuAD/HotpotQA
 normalisation), answer length (characters before the sources), tokens and time. Runs are
-resumable (one JSON line per question under <out>/runs/answers/); `--recompose` scores
+resumable (one JSON line per question under <out>/runs/answers/; `--shard K/N` lets N
+processes share one run, each taking every N-th question); `--recompose` scores
 logged runs with the current composer instead of the one that ran (the model's answers,
 tokens and time are the logged ones).
 """
@@ -133,8 +134,8 @@ class SentenceBaseline:
 # -- the run ---------------------------------------------------------------------------------
 def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Sequence[str],
                 limit: Optional[int], data_dir: Any = None, out_dir: Optional[Path] = None,
-                recompose: bool = False, show_progress: bool = True
-                ) -> list[tuple[Report, dict[str, Path]]]:
+                recompose: bool = False, show_progress: bool = True,
+                shard: tuple[int, int] = (0, 1)) -> list[tuple[Report, dict[str, Path]]]:
     from ..knowledge.base import KnowledgeBase
 
     out_dir = Path(out_dir or DEFAULT_OUT)
@@ -147,14 +148,17 @@ def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Seq
             composer = Composer(embedder=lambda kb=kb: kb.embedder)
             by_id = {q.id: q for q in questions}
             records = []
+            mine = [q for i, q in enumerate(questions) if i % shard[1] == shard[0]]
             for mode in modes:
                 log = RunLog(out_dir / "runs" / "answers" / f"{name}_{mode}_{slug(llm_label)}.jsonl")
                 records += run_jobs(
-                    [Job(q.id, mode) for q in questions],
+                    [Job(q.id, mode) for q in mine],
                     lambda job: run_question(by_id[job.task_id], job.variant, llm, kb, stems,
                                              composer),
                     log, description=f"answers {name} {mode} ({llm_label})",
                     show_progress=show_progress)
+            if shard[1] > 1:                # a part of the run: the full report comes from a
+                continue                    # run without --shard once every part is logged
             report = summarize(name, qa, questions, records, modes, composer, recompose)
         report.meta.update({"llm": llm_label, "recomposed": recompose})
         stem = f"answers_{name}_{slug(llm_label)}" + (f"_limit{limit}" if limit else "")

@@ -26,6 +26,9 @@ def answers(
     recompose: bool = typer.Option(False, "--recompose", help=(
         "Score the logged model answers with the current composer (no new LLM calls for "
         "finished questions).")),
+    shard: str = typer.Option("0/1", "--shard", help=(
+        "K/N: run every N-th question from the K-th (0-based), so N processes share one "
+        "run log; a run without --shard then writes the report.")),
     data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per set."),
 ) -> None:
@@ -38,6 +41,12 @@ def answers(
     from ..llm.registry import load_llm
 
     sets = parse_names(datasets, DATASETS, "dataset")
+    try:
+        k, n = (int(x) for x in shard.split("/"))
+        if not 0 <= k < n:
+            raise ValueError
+    except ValueError:
+        raise typer.BadParameter(f"--shard takes K/N with 0 <= K < N, not {shard!r}") from None
     mode_names = parse_names(modes, MODES, "mode")
     for name in sets:
         load_qa(name, data)                      # bad data fails before the model loads
@@ -45,5 +54,5 @@ def answers(
     for report, paths in run_answers(load_llm(spec), llm_label=spec, datasets=sets,
                                      modes=mode_names, limit=limit, data_dir=data,
                                      out_dir=out, recompose=recompose,
-                                     show_progress=not json_out):
+                                     show_progress=not json_out, shard=(k, n)):
         _finish(report, paths, json_out)

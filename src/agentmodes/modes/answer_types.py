@@ -47,6 +47,7 @@ _DAYS = ("monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|satur
 _EVIDENCE = {
     TIME: re.compile(
         r"\b(?:1\d{3}|20\d{2})s?\b|\b\d{1,2}(?::\d{2})?\s*(?:uhr|am|pm|a\.m\.|p\.m\.|h)\b|"
+        r"\b\d{1,2}:\d{2}\b|"
         r"\b\d{1,2}\s*[-–]\s*\d{1,2}\s*(?:uhr|h)\b|\b(?:mo|di|mi|do|fr|sa|so)\s*[-–]\s*"
         r"(?:mo|di|mi|do|fr|sa|so)\b|\b(?:" + _MONTHS + "|" + _DAYS + r")\b|"
         r"\b(?:century|centuries|decade|jahrhundert\w*|jahrzehnt\w*|bc|ad|v\. chr\.)\b", re.I),

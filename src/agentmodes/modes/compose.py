@@ -141,11 +141,12 @@ class Composer:
             text = work.render_model(answer, kept, cap=self.model_max_chars) if kept else ""
             return Composition(text or not_found, [Composed(k.text, "model", []) for k in kept],
                                work.dropped, extractive=not kept, model_answer=answer)
-        lead = work.lead_for(kept)
+        lead, kept = work.lead_for(kept)
         intact = bool(kept) and not work.dropped and not work.changed and not lead
         cap = self.model_max_chars if intact else self.max_chars
-        model_text = answer.strip() if intact else work.render_model(answer, kept, cap=cap)
-        lead_text = work.render_extracts(lead, cap=cap - len(model_text) - 2 if kept else cap)
+        lead_text = work.render_extracts(lead, cap=cap)     # the direct answer comes first
+        model_text = answer.strip() if intact else \
+            work.render_model(answer, kept, cap=cap - len(lead_text) - 2)
         text = "\n\n".join(p for p in (lead_text, model_text) if p)
         statements = [Composed(e.text + f" [{e.source}]", "extracted", [e.source])
                       for e in lead] + [Composed(k.text, "model", list(k.cites), k.support)
@@ -283,20 +284,35 @@ class _Work:
         return None, (best,), _support_dict(best_support)
 
     # the lead
-    def lead_for(self, kept: list[_Kept]) -> list:
-        """Extracted statements to put before the model's, or [] when the model's lead."""
+    def lead_for(self, kept: list[_Kept]) -> tuple[list, list[_Kept]]:
+        """(extracted statements to put before the model's, the model's that stay).
+
+        When the model's answer does not contain the first kind of content asked for, it
+        did not answer the question: its statements without any wanted kind go too (true
+        but beside the point), and the sources' best sentences for every kind it missed
+        lead."""
         facts = [k for k in kept if k.statement.kind != "heading"]
         if facts and not self._lead_needed(facts):
-            return []
+            return [], kept
         ranked = self._ranked()
         if not ranked:
-            return []
-        extracts = select(ranked, self.kinds, max_chars=self.c.max_chars)
-        if facts:                  # the model's statements follow: one extract leads
-            model_terms = [self.judge.terms(k.plain) for k in facts]
+            return [], kept
+        kinds = self.kinds
+        if facts and self.kinds:
+            for k in facts:
+                if not evidence(k.plain, self.kinds):
+                    self.drop(k.statement, "off-question")
+            kept = [k for k in kept if evidence(k.plain, self.kinds)]
+            have = evidence(" ".join(k.plain for k in kept), self.kinds)
+            kinds = [k for k in self.kinds if k not in have] or self.kinds
+        extracts = select(ranked, kinds, max_chars=self.c.max_chars)
+        if kept:                   # the model's statements follow: no extract repeats them
+            model_terms = [self.judge.terms(k.plain) for k in kept]
             extracts = [e for e in extracts if not any(
-                _overlap(self.judge.terms(e.text), t) >= 0.6 for t in model_terms)][:1]
-        return extracts
+                _overlap(self.judge.terms(e.text), t) >= 0.6 for t in model_terms)]
+            if not self.kinds:
+                extracts = extracts[:1]
+        return extracts, kept
 
     def _lead_needed(self, facts: list[_Kept]) -> bool:
         """The model's statements lead unless they lack the kind of content asked for, or,
@@ -332,6 +348,8 @@ class _Work:
 
     # rendering
     def render_model(self, answer: str, kept: list[_Kept], cap: int) -> str:
+        if cap < 40:                       # no room left after the lead
+            return ""
         parts: list[str] = []
         length, last_block = 0, None
         for k in kept:
