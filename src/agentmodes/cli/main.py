@@ -54,6 +54,9 @@ def run() -> None:
     # standalone_mode=False hands usage errors and Ctrl-C to us, so that each becomes one
     # line instead of click's boxed, multi-line report or a KeyboardInterrupt traceback.
     try:
+        if os.environ.get("AGENTMODES_LOG_LEVEL"):   # every command; serve also --log-level
+            from ..log_setup import configure
+            configure()
         result = app(standalone_mode=False)
     except AgentModesError as err:
         if os.environ.get("AGENTMODES_DEBUG"):
