@@ -36,7 +36,7 @@ def ask(
     llm: Optional[str] = typer.Option(None, "--llm", help=(
         "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM")),
     max_iterations: int = typer.Option(5, "--max-iterations", help="agent_max_iterations"),
-    language: str = typer.Option("auto", "--language", help="auto | de | en (prompt language)"),
+    language: str = typer.Option("auto", "--language", help="auto | de | en | zh (prompt language)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
 ) -> None:
     """Answer a question with an agent over the knowledge base, showing its trace."""
@@ -52,8 +52,8 @@ def ask(
         raise fail(f"unknown task type {task_type!r} (choose {', '.join(TASK_TYPES)})")
     if not 1 <= max_iterations <= 50:
         raise fail("--max-iterations must be between 1 and 50")
-    if language not in ("auto", "de", "en"):
-        raise fail(f"unknown language {language!r} (choose auto, de or en)")
+    if language not in ("auto", "de", "en", "zh"):
+        raise fail(f"unknown language {language!r} (choose auto, de, en or zh)")
     settings = ChatbotSettings(agent_mode=mode, task_type=task_type, language=language,
                                agent_max_iterations=max_iterations)
     base = KnowledgeBase.open(kb_path(kb), create=False)
@@ -138,7 +138,7 @@ class TraceView:
         self.out.print()
         cited = [s for s in e["sources"] if s.get("cited")] or e["sources"]
         if cited:
-            self.out.print("\nSources:" if not _german(e) else "\nQuellen:")
+            self.out.print({"de": "\nQuellen:", "zh": "\n来源："}.get(_language(e), "\nSources:"))
             for s in cited:
                 self.out.print(f"[{s['index']}] {s['title']} ({s['source']})", markup=False)
         usage = e.get("usage") or {}
@@ -148,6 +148,6 @@ class TraceView:
                        + (", adaptive exit" if e.get("adaptive_exit") else "") + "[/]")
 
 
-def _german(done: dict) -> bool:
+def _language(done: dict) -> str:
     from ..prompts import detect_language
-    return detect_language(done.get("goal") or "") == "de"
+    return detect_language(done.get("goal") or "")
