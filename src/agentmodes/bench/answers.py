@@ -30,12 +30,11 @@ from ..modes.compose import Composer
 from ..modes.statements import citations, split_statements
 from ..settings import ChatbotSettings
 from .answer_data import QA, QASet, build_kb, load_qa, passage_of
-from .llm_report import Column, Report, mean, print_table, write
-from .runs import PROJECT_ROOT, Job, RunLog, run_jobs, slug
+from .llm_report import Column, Report, mean, write
+from .runs import Job, RunLog, results_dir, resumed_note, run_jobs, slug
 
 VARIANTS = ("model", "composed", "extractive", "bm25-sentence")
 LEAD_CHARS = 300
-DEFAULT_OUT = PROJECT_ROOT / ".cache" / "results"
 
 
 def settings_for(dataset: str, mode: str) -> ChatbotSettings:
@@ -135,10 +134,11 @@ class SentenceBaseline:
 def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Sequence[str],
                 limit: Optional[int], data_dir: Any = None, out_dir: Optional[Path] = None,
                 recompose: bool = False, show_progress: bool = True,
-                shard: tuple[int, int] = (0, 1)) -> list[tuple[Report, dict[str, Path]]]:
+                shard: tuple[int, int] = (0, 1), fresh: bool = False
+                ) -> list[tuple[Report, dict[str, Path]]]:
     from ..knowledge.base import KnowledgeBase
 
-    out_dir = Path(out_dir or DEFAULT_OUT)
+    out_dir = results_dir(out_dir)
     written = []
     for name in datasets:
         qa = load_qa(name, data_dir)
@@ -150,7 +150,8 @@ def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Seq
             records = []
             mine = [q for i, q in enumerate(questions) if i % shard[1] == shard[0]]
             for mode in modes:
-                log = RunLog(out_dir / "runs" / "answers" / f"{name}_{mode}_{slug(llm_label)}.jsonl")
+                log = RunLog(out_dir / "runs" / "answers" / f"{name}_{mode}_{slug(llm_label)}.jsonl",
+                             fresh=fresh and shard[0] == 0)
                 records += run_jobs(
                     [Job(q.id, mode) for q in mine],
                     lambda job: run_question(by_id[job.task_id], job.variant, llm, kb, stems,
@@ -160,11 +161,10 @@ def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Seq
             if shard[1] > 1:                # a part of the run: the full report comes from a
                 continue                    # run without --shard once every part is logged
             report = summarize(name, qa, questions, records, modes, composer, recompose)
-        report.meta.update({"llm": llm_label, "recomposed": recompose})
+        report.meta.update({"llm": llm_label, "recomposed": recompose,
+                            "resumed": resumed_note(records)})
         stem = f"answers_{name}_{slug(llm_label)}" + (f"_limit{limit}" if limit else "")
         paths = write(report, out_dir, stem)
-        if show_progress:
-            print_table(report)
         written.append((report, paths))
     return written
 

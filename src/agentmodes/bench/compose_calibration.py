@@ -12,9 +12,9 @@ the agent would have them. Two things are fitted:
    does not (negative); "the paraphrase with a wrong answer" is the hard negative (true
    topic, false fact). The claims are judged as the composer judges a model's sentence:
    their new words relative to the asked question, their numbers, their best cosine. The
-   word threshold is the one that best separates positives from negatives (Youden's J);
-   the cosine threshold the lowest that lets through at most 5% of the negatives that fail
-   the word test.
+   word threshold maximises F1 of "kept" over positives and negatives (a false keep and a
+   false drop count alike); the cosine threshold is the lowest that lets through at most 5%
+   of the negatives that fail the word test.
 2. Ranking (modes/extractive.py): a grid over the fusion and prior weights, scored by the
    share of questions whose extractive answer has a gold answer in its first 300 characters
    and cites the gold passage.
@@ -38,7 +38,7 @@ from ..modes.compose import Composer
 from ..modes.support import SupportJudge, numbers_of
 from ..tools.search import hit_to_source
 from .answer_data import QA, build_kb, load_qa, passage_of
-from .results import write_results
+from .results import results_dir, write_results
 
 BENCH_SAMPLE = 240            # `bench answers --limit 240`: left out of the calibration
 GRID = {"alpha": (0.3, 0.5, 0.7), "kind": (0.5, 1.5, 3.0), "confidence": (0.0, 1.0, 2.0),
@@ -102,7 +102,13 @@ def calibrate_support(rows, gathered, composer: Composer) -> dict:
         fpr = float(accept[labels == 0].mean())
         table.append({"threshold": round(float(t), 2), "positives_kept": round(tpr, 3),
                       "negatives_kept": round(fpr, 3)})
-    best = max(table, key=lambda r: r["positives_kept"] - r["negatives_kept"])
+    positives, negatives = int((labels == 1).sum()), int((labels == 0).sum())
+
+    def f1(row: dict) -> float:         # kept positives vs kept negatives, as counts
+        tp, fp = row["positives_kept"] * positives, row["negatives_kept"] * negatives
+        return 2 * tp / (2 * tp + fp + (positives - tp)) if tp else 0.0
+
+    best = max(table, key=f1)
     failing = ~((lexical >= best["threshold"]) & numbers_ok)
     neg = np.sort(dense[failing & (labels == 0) & numbers_ok])
     dense_t = float(neg[int(0.95 * (len(neg) - 1))]) if len(neg) else 0.9
@@ -156,7 +162,8 @@ def main(argv: Any = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=300)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results folder (bench/results.py's default if not given)")
     parser.add_argument("--data", default=None)
     args = parser.parse_args(argv)
     qa = load_qa("xquad-en", args.data)
@@ -177,7 +184,7 @@ def main(argv: Any = None) -> None:
     data = {"data": f"XQuAD-en, {len(pool)} questions outside the {BENCH_SAMPLE}-question "
                     "bench sample; sources: hybrid top-5 per question",
             "support": support, "ranking": ranking}
-    write_results(args.out, "compose_calibration", data, markdown(data))
+    write_results(results_dir(args.out), "compose_calibration", data, markdown(data))
     print(markdown(data))
 
 

@@ -7,8 +7,9 @@ from typing import Optional
 
 import typer
 
-from .bench_commands import DATA_HELP
+from . import output
 from .bench_llm_commands import LLM_HELP, _finish, llm_spec
+from .bench_options import DATA_OPTION, FRESH_OPTION, OUT_OPTION
 from .main import bench_app
 
 
@@ -20,20 +21,25 @@ def answers(
     llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", min=1,
                                         help="N questions per set, spread evenly over it."),
-    out: Optional[Path] = typer.Option(None, "--out", help=(
-        "Results folder (default .cache/results; benchmarks/results holds the committed "
-        "runs). Run logs go to OUT/runs/answers/ and make a rerun resume.")),
+    out: Optional[Path] = OUT_OPTION,
+    fresh: bool = FRESH_OPTION,
     recompose: bool = typer.Option(False, "--recompose", help=(
         "Score the logged model answers with the current composer (no new LLM calls for "
         "finished questions).")),
     shard: str = typer.Option("0/1", "--shard", help=(
         "K/N: run every N-th question from the K-th (0-based), so N processes share one "
         "run log; a run without --shard then writes the report.")),
-    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per set."),
+    data: Optional[Path] = DATA_OPTION,
+    json_out: bool = typer.Option(False, "--json", help=output.JSON_HELP),
 ) -> None:
     """Answers through Agent.run on XQuAD-en and HotpotQA: the model's own, composed,
-    extractive-only and a BM25-top-sentence baseline, side by side."""
+    extractive-only and a BM25-top-sentence baseline, side by side.
+
+    \b
+    Examples:
+      agentmodes bench answers --datasets xquad-en --limit 20
+      agentmodes bench answers --llm openai:gpt-4o-mini --modes act,reflact
+    """
     from ..bench.answer_data import DATASETS, load_qa
     from ..bench.answers import run_answers
     from ..bench.hotpotqa import MODES
@@ -54,5 +60,6 @@ def answers(
     for report, paths in run_answers(load_llm(spec), llm_label=spec, datasets=sets,
                                      modes=mode_names, limit=limit, data_dir=data,
                                      out_dir=out, recompose=recompose,
-                                     show_progress=not json_out, shard=(k, n)):
+                                     show_progress=not (json_out or output.quiet()),
+                                     shard=(k, n), fresh=fresh):
         _finish(report, paths, json_out)

@@ -113,6 +113,9 @@ class AgentActor:
     language: str = "auto"
     kind: Kind = "text"
     history: Optional[list] = field(default=None)
+    # True: the attempt is what the model wrote (done["model_answer"]), as the papers'
+    # exact-match benchmarks score it; False: the composed answer a user reads.
+    model_answer: bool = False
 
     def _settings_with(self, lessons: Sequence[str], lang: str):
         from ..settings import ChatbotSettings
@@ -137,6 +140,8 @@ class AgentActor:
         steps = list(getattr(run, "steps", None) or [])
         trajectory = render_steps(steps)
         answer = str(getattr(run, "answer", "") or "")
+        if self.model_answer:           # the model's own words, not the composed answer
+            answer = str((getattr(run, "done", None) or {}).get("model_answer", answer))
         trajectory = f"{trajectory}\nAnswer: {answer}".strip()
         return Attempt(output=answer, usage=usage_of(getattr(run, "usage", None)),
                        context=render_sources(sources), trajectory=trajectory,

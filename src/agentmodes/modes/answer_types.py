@@ -24,11 +24,12 @@ _QUESTION = {
         r"which (?:year|date|day|month|century|decade)|in what (?:year|century|decade)|"
         r"how long ago|opening (?:hours|times)|open(?:ing)?\b(?! source)|hours|"
         r"wann|seit wann|bis wann|um wie viel uhr|in welchem jahr|an welchem tag|"
-        r"öffnungszeit\w*|geöffnet|offen|zeiten)\b", re.I),
+        r"öffnungszeit\w*|geöffnet|offen|zeiten)\b|什么时候|几点|何时|营业时间|开放时间|哪一年", re.I),
     CONTACT: re.compile(
         r"\b(?:how (?:can|do|could|should) (?:i|we|you|one) (?:reach|contact|call|email|write|"
         r"get in touch)|contact\w*|phone|telephone|e-?mail|address|reach (?:you|them|it)|"
-        r"erreich\w*|kontakt\w*|telefon\w*|anrufen|anschrift|adresse|schreiben)\b", re.I),
+        r"erreich\w*|kontakt\w*|telefon\w*|anrufen|anschrift|adresse|schreiben)\b|联系|电话|邮箱|地址",
+        re.I),
     NUMBER: re.compile(
         r"\b(?:how (?:many|much|long|far|old|big|large|tall|high|often)|"
         r"what (?:percentage|percent|proportion|number|amount|size|fraction)|"
@@ -47,7 +48,7 @@ _DAYS = ("monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|satur
 _EVIDENCE = {
     TIME: re.compile(
         r"\b(?:1\d{3}|20\d{2})s?\b|\b\d{1,2}(?::\d{2})?\s*(?:uhr|am|pm|a\.m\.|p\.m\.|h)\b|"
-        r"\b\d{1,2}:\d{2}\b|"
+        r"\b\d{1,2}:\d{2}\b|\d{1,2}\s*[点时]|周[一二三四五六日]|星期[一二三四五六日天]|\d+\s*[年月]|"
         r"\b\d{1,2}\s*[-–]\s*\d{1,2}\s*(?:uhr|h)\b|\b(?:mo|di|mi|do|fr|sa|so)\s*[-–]\s*"
         r"(?:mo|di|mi|do|fr|sa|so)\b|\b(?:" + _MONTHS + "|" + _DAYS + r")\b|"
         r"\b(?:century|centuries|decade|jahrhundert\w*|jahrzehnt\w*|bc|ad|v\. chr\.)\b", re.I),

@@ -84,15 +84,10 @@ class PromptCopy:
         return bool(self.grams and grams) and len(grams & self.grams) / len(grams) >= 0.5
 
 
-def junk_reason(text: str, lang: str, detect: Optional[callable] = None) -> Optional[str]:
+def junk_reason(text: str) -> Optional[str]:
     """Why a cleaned statement is not an answer sentence at all, or None."""
-    found = words(text)
-    if not found and not re.search(r"(?<!\w)\d", text):
+    if not words(text) and not re.search(r"(?<!\w)\d", text):
         return "junk"
     if re.fullmatch(r"\s*\([^()]*\)[\s.]*", text):
         return "fragment"                 # only a parenthesis, e.g. a repeated "(...)"
-    if detect is not None and len(found) >= 4:
-        other = detect(text)
-        if other is not None and other != lang:
-            return "language"
     return None

@@ -28,6 +28,7 @@ completions and Reflection's and Reflexion's text answers all show the same comp
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -37,7 +38,7 @@ import numpy as np
 from ..knowledge.analysis import Analyzer, detect_language
 from .answer_types import evidence, question_types
 from .cleanup import (PromptCopy, collapse_repeats, junk_reason, strip_labels,
-                      strip_placeholders)
+                      strip_placeholders, words)
 from .extractive import Candidate, candidates, rank, select
 from .statements import CITATION_RE, Statement, block_citations, split_statements
 from .support import SupportJudge, numbers_of
@@ -226,6 +227,8 @@ class _Work:
             cites = tuple(n for n in cover if 1 <= n <= len(self.sources))
             if reason is None and self.sources and not plain.rstrip().endswith("?"):
                 reason, cites, support = self._ground(plain, cites)
+            if reason is None and self._foreign(plain, support):
+                reason = "language"
             if reason is not None:
                 self.drop(st, reason)
                 continue
@@ -245,15 +248,28 @@ class _Work:
             self.drop(head, "heading")
         return kept
 
+    def _foreign(self, plain: str, support: Optional[dict]) -> bool:
+        """A sentence of six or more words in another language than the question's, unless
+        it quotes a source (a German name in an English answer is not a wrong language)."""
+        if not self.strict_language or len(words(plain)) < 6:
+            return False
+        other = detect_language(plain)
+        return other is not None and other != self.lang and \
+            (support is None or support["lexical"] < 0.9)
+
     def _reject(self, text: str, plain: str, seen: list[frozenset]) -> Optional[str]:
-        reason = junk_reason(plain, self.lang, detect_language if self.strict_language else None)
+        reason = junk_reason(plain)
         if reason:
             return reason
         if self.prompt.copied(plain):
             return "prompt"
         terms = self.judge.terms(plain)
-        if not (terms - self.q_terms) and not (numbers_of(plain) - self.q_numbers):
+        new = terms - self.q_terms
+        if not new and not (numbers_of(plain) - self.q_numbers):
             return "question"
+        names = self.judge.terms(" ".join(_CAPITALISED.findall(plain))) - self.q_terms
+        if len(new) < 3 and not numbers_of(plain) and not names and len(terms) > 2 * len(new):
+            return "thin"              # the question restated with a word or two added
         if any(terms and len(terms & s) / len(terms | s) >= 0.8 for s in seen):
             return "repeated"
         return None
@@ -393,6 +409,9 @@ def _as_source(src: Any) -> Any:
 
 def _plain(text: str) -> str:
     return Statement(text, 0, len(text), "sentence", 0, ()).plain
+
+
+_CAPITALISED = re.compile(r"(?<=\s)[A-ZÄÖÜ][\w-]+")
 
 
 def _overlap(a: frozenset, b: frozenset) -> float:

@@ -92,7 +92,7 @@ def _prose(text: str, lines: list[tuple[int, str]], block: int, lang: str,
     start, end = lines[0][0], lines[-1][0] + len(lines[-1][1])
     run = text[start:end]
     cursor = 0
-    for sentence in _sentences(run, lang if lang in ("de", "en") else "en"):
+    for sentence in _sentences(run, lang if lang in ("de", "en", "zh") else "en"):
         piece = sentence.strip()
         if not piece:
             continue
