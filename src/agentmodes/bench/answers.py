@@ -134,8 +134,8 @@ class SentenceBaseline:
 def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Sequence[str],
                 limit: Optional[int], data_dir: Any = None, out_dir: Optional[Path] = None,
                 recompose: bool = False, show_progress: bool = True,
-                shard: tuple[int, int] = (0, 1), fresh: bool = False
-                ) -> list[tuple[Report, dict[str, Path]]]:
+                shard: tuple[int, int] = (0, 1), fresh: bool = False,
+                logged_only: bool = False) -> list[tuple[Report, dict[str, Path]]]:
     from ..knowledge.base import KnowledgeBase
 
     out_dir = results_dir(out_dir)
@@ -152,6 +152,11 @@ def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Seq
             for mode in modes:
                 log = RunLog(out_dir / "runs" / "answers" / f"{name}_{mode}_{slug(llm_label)}.jsonl",
                              fresh=fresh and shard[0] == 0)
+                if logged_only:             # score what the log has, run nothing
+                    done = log.done()
+                    records += [done[j.key] for j in (Job(q.id, mode) for q in mine)
+                                if j.key in done]
+                    continue
                 records += run_jobs(
                     [Job(q.id, mode) for q in mine],
                     lambda job: run_question(by_id[job.task_id], job.variant, llm, kb, stems,
@@ -160,7 +165,13 @@ def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Seq
                     show_progress=show_progress)
             if shard[1] > 1:                # a part of the run: the full report comes from a
                 continue                    # run without --shard once every part is logged
+            if logged_only:
+                ids = {r["task_id"] for r in records}
+                questions = [q for q in questions if q.id in ids]
             report = summarize(name, qa, questions, records, modes, composer, recompose)
+            if logged_only:
+                report.meta["sample"] = (f"{len(questions)} of the {limit or len(qa.questions)}"
+                                         "-question sample finished so far (--logged-only)")
         report.meta.update({"llm": llm_label, "recomposed": recompose,
                             "resumed": resumed_note(records)})
         stem = f"answers_{name}_{slug(llm_label)}" + (f"_limit{limit}" if limit else "")

@@ -29,6 +29,8 @@ def answers(
     shard: str = typer.Option("0/1", "--shard", help=(
         "K/N: run every N-th question from the K-th (0-based), so N processes share one "
         "run log; a run without --shard then writes the report.")),
+    logged_only: bool = typer.Option(False, "--logged-only", help=(
+        "Report on the questions the run log already has; run nothing (a partial run).")),
     data: Optional[Path] = DATA_OPTION,
     json_out: bool = typer.Option(False, "--json", help=output.JSON_HELP),
 ) -> None:
@@ -57,9 +59,9 @@ def answers(
     for name in sets:
         load_qa(name, data)                      # bad data fails before the model loads
     spec = llm_spec(llm)
-    for report, paths in run_answers(load_llm(spec), llm_label=spec, datasets=sets,
+    for report, paths in run_answers(None if logged_only else load_llm(spec), llm_label=spec, datasets=sets,
                                      modes=mode_names, limit=limit, data_dir=data,
                                      out_dir=out, recompose=recompose,
                                      show_progress=not (json_out or output.quiet()),
-                                     shard=(k, n), fresh=fresh):
+                                     shard=(k, n), fresh=fresh, logged_only=logged_only):
         _finish(report, paths, json_out)
