@@ -170,14 +170,25 @@ class KnowledgeBase:
         vector exists; an embedding failure keeps the text and says how to finish the job.
         """
         self._store.set_chunking(self.chunking.size, self.chunking.overlap)
-        report = ingest_paths(self._store, as_path_list(paths), chunking=self.chunking,
-                              progress=progress, force=force)
-        if embed:
-            try:
-                report.embedded = self.embed_pending(progress)
-            except AgentModesError as err:
-                raise type(err)(f"{err} (the text of the documents is stored and searchable "
-                                "lexically; run the ingest again to embed it)") from None
+
+        def saving(phase: str, done: int, total: int, label: str) -> None:
+            self._checkpoint(due=True)  # a long ingest saves its index every few seconds
+            if progress:
+                progress(phase, done, total, label)
+
+        try:
+            report = ingest_paths(self._store, as_path_list(paths), chunking=self.chunking,
+                                  progress=saving, force=force)
+            self._checkpoint()
+            if embed:
+                try:
+                    report.embedded = self.embed_pending(progress)
+                except AgentModesError as err:
+                    raise type(err)(f"{err} (the text of the documents is stored and "
+                                    "searchable lexically; run the ingest again to embed "
+                                    "it)") from None
+        finally:
+            self._checkpoint()
         if report.updated or report.removed or report.skipped:
             self._store.prune_vectors()
         recorded = self._store.get_meta("embedder")
@@ -221,10 +232,19 @@ class KnowledgeBase:
             if not self._store.get_meta("embedder") or self._store.get_meta("embedder_dim") == "0":
                 self._store.set_embedder(embedder.name, int(vectors.shape[1]))
             self._store.put_vectors(embedder.name, [h for h, _ in batch], vectors)
+            self._checkpoint(due=True)
             done += len(batch)
             if progress:
                 progress("embed", done, len(pending), "")
         return done
+
+    def _checkpoint(self, due: bool = False) -> None:
+        """Let the index save what was written (a persisted index; no-op in memory)."""
+        with self._lock:
+            if due:
+                self._index.checkpoint(due=True)
+            else:
+                self._index.checkpoint()
 
     # --- search -------------------------------------------------------------------------
 
