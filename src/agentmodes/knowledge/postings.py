@@ -42,6 +42,7 @@ class Segment:
     fwd_keys: np.ndarray
     fwd_tfs: np.ndarray
     langs: np.ndarray
+    name: str | None = None  # its folder once saved (index_save.py keeps saved ones)
 
     @property
     def n(self) -> int:
@@ -123,7 +124,9 @@ class Segment:
             with open(folder / f"{name}.npy", "wb") as handle:
                 np.save(handle, np.ascontiguousarray(getattr(self, name)))
                 handle.flush()
+        self.name = folder.name
 
     @classmethod
     def load(cls, folder: Path) -> "Segment":
-        return cls(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS))
+        return cls(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS),
+                   name=folder.name)

@@ -23,8 +23,8 @@ from . import index_files as files
 GATHER_ROWS = 50_000
 
 
-def save_generation(folder: Path, searcher: Any, old: dict, names: dict[int, str],
-                    kb_id: str | None, compact_dead: float) -> dict:
+def save_generation(folder: Path, searcher: Any, old: dict, kb_id: str | None,
+                    compact_dead: float) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     lexical, dense = searcher.lexical, searcher.dense
     generation = int(old.get("generation", 0)) + 1
@@ -40,7 +40,7 @@ def save_generation(folder: Path, searcher: Any, old: dict, names: dict[int, str
     else:
         keep = None
         lexical.freeze()
-        segments = _saved_segments(lexical, names, folder, generation)
+        segments = _saved_segments(lexical, folder, generation)
         row_ids = lexical.row_ids()
         rows_before = old.get("rows", 0) if old_files.get("rows") else 0
         base_before = max(old.get("base_rows", 0), 0) if old_files.get("vectors") and \
@@ -67,15 +67,12 @@ def save_generation(folder: Path, searcher: Any, old: dict, names: dict[int, str
     return manifest
 
 
-def _saved_segments(lexical: Any, names: dict[int, str], folder: Path,
-                    generation: int) -> list[list]:
+def _saved_segments(lexical: Any, folder: Path, generation: int) -> list[list]:
     out = []
     for offset, segment in lexical.parts():
-        name = names.get(id(segment))
-        if name is None:
-            name = f"seg-{generation}-{len(out)}"
-            segment.save(folder / name)
-        out.append([name, int(offset), int(segment.n)])
+        if segment.name is None:
+            segment.save(folder / f"seg-{generation}-{len(out)}")
+        out.append([segment.name, int(offset), int(segment.n)])
     return out
 
 

@@ -63,9 +63,9 @@ class PersistedIndex:
         self._conn: sqlite3.Connection | None = None
         self._searcher: Any = None
         self._manifest: dict = {}
-        self._names: dict[int, str] = {}   # id(segment) -> folder name, for saved segments
         self._revision = -1
         self._replayed = 0                 # chunks replayed since the manifest was loaded
+        self._rebuilt = False              # no usable saved index: everything was replayed
         self._saved_at = time.monotonic()
 
     # -- SearchIndex ---------------------------------------------------------------------
@@ -85,8 +85,8 @@ class PersistedIndex:
                 return self._searcher
             self._sync()
             self._revision = revision
-            if self._replayed >= REPLAY_SAVE_ROWS:
-                self.checkpoint(wait=0.0)
+            if self._replayed >= REPLAY_SAVE_ROWS or (self._rebuilt and self._replayed):
+                self.checkpoint(wait=0.0)  # repair once, not in every process that opens it
             return self._searcher
 
     def checkpoint(self, wait: float = 5.0, *, due: bool = False) -> bool:
@@ -154,7 +154,7 @@ class PersistedIndex:
         """A Searcher over the saved index (or an empty one if it cannot be used)."""
         searcher = self._new_searcher(space)
         problem = self._unusable(manifest)
-        self._names = {}
+        self._rebuilt = bool(problem)
         if problem:
             if manifest is not None:
                 log.warning("rebuilding the index of %s: %s", self._backend.path, problem)
@@ -195,9 +195,7 @@ class PersistedIndex:
         folder, rows = self.folder, manifest["rows"]
         segments = []
         for name, offset, _ in manifest["segments"]:
-            segment = Segment.load(folder / name)
-            self._names[id(segment)] = name
-            segments.append((offset, segment))
+            segments.append((offset, Segment.load(folder / name)))
         names = manifest["files"]
         row_ids = np.fromfile(folder / names["rows"], dtype=np.int64, count=rows)
         dead = np.load(folder / names["dead"]) if names.get("dead") else np.zeros(0, np.int64)
@@ -291,7 +289,7 @@ class PersistedIndex:
     def _save(self) -> None:
         from .index_save import save_generation
 
-        manifest = save_generation(self.folder, self._searcher, self._manifest, self._names,
+        manifest = save_generation(self.folder, self._searcher, self._manifest,
                                    self._backend.get_meta("kb_id"), COMPACT_DEAD)
         self._backend.prune_change_log(manifest["removed_seq"], manifest["vector_seq"])
         self._load(manifest, manifest["space"])  # map what was written, free the memory
