@@ -28,14 +28,19 @@ class ChatbotSettings(BaseModel):
     act_system_prompt: Optional[str] = None
     react_system_prompt: Optional[str] = None
     reflact_system_prompt: Optional[str] = None
-    # "auto" picks German or English prompts from the query's language.
-    language: Literal["auto", "de", "en"] = "auto"
+    # "auto" picks German, English or Chinese prompts from the query's language.
+    language: Literal["auto", "de", "en", "zh"] = "auto"
     project_url: str = ""
     search_k: int = Field(5, ge=1, le=50)
     # Hits at or above this KB confidence let a mode answer without searching further
     # ("Adaptive Iteration (High Confidence)"); see knowledge/confidence.py for calibration.
     high_confidence_threshold: Optional[float] = Field(default=None, ge=0.0, le=1.0)
     adaptive_iteration: bool = True
+    # An answer given before any search of the documents is replaced by a search of the
+    # question (the event says so: forced "answer_without_sources"). Small models otherwise
+    # "answer" a document question from nothing. False restores the seeds' rule exactly:
+    # the first parsed answer ends the run.
+    require_search: bool = True
 
     @field_validator("agent_mode", "task_type", mode="before")
     @classmethod

@@ -16,19 +16,23 @@ Mode = Literal["act", "react", "reflact"]
 class ChatbotCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100)
     description: str = ""
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class ChatbotUpdate(BaseModel):
     description: Optional[str] = None
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: Optional[dict[str, Any]] = None
 
 
 class ConversationCreate(BaseModel):
     chatbot: str
     title: str = ""
+
+
+class ConversationUpdate(BaseModel):
+    title: str = Field(min_length=1, max_length=200)
 
 
 class ChatRequest(BaseModel):

@@ -18,10 +18,10 @@ from typing import Any, Optional
 
 from sqlalchemy import (JSON, Column, DateTime, Engine, ForeignKey, Integer, String, Table,
                         Text, delete, func, insert, select, update)
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 
 from ..errors import AgentModesError
-from .engine import create_all, make_engine, metadata
+from .engine import make_engine, metadata, prepare_schema
 
 
 class ChatStoreError(AgentModesError):
@@ -200,11 +200,7 @@ class ChatStore:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        try:
-            create_all(engine)
-        except OperationalError:
-            # Another process created the tables between our check and our CREATE TABLE.
-            create_all(engine)
+        prepare_schema(engine)      # migrations: one process upgrades, the others wait
 
     @classmethod
     def open(cls, path_or_url: str) -> "ChatStore":
@@ -300,6 +296,13 @@ class ChatStore:
         query = query.order_by(conversations.c.updated_at.desc()).limit(limit).offset(offset)
         with self.engine.connect() as conn:
             return [self._conversation(r) for r in conn.execute(query).all()]
+
+    def rename_conversation(self, conversation_id: str, title: str) -> Conversation:
+        self.get_conversation(conversation_id)
+        with self.engine.begin() as conn:
+            conn.execute(update(conversations).where(conversations.c.id == conversation_id)
+                         .values(title=title[:200]))
+        return self.get_conversation(conversation_id)
 
     def delete_conversation(self, conversation_id: str) -> None:
         self.get_conversation(conversation_id)
