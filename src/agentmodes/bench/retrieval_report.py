@@ -69,16 +69,6 @@ def precision_floor(figures: list[dict], target: float = 0.9) -> str:
             "every mode.")
 
 
-def scale_rows(scale: list[dict]) -> tuple[list[str], list[list[str]]]:
-    headers = ["chunks", "build s", "RSS growth MB", "vectors MB", "lexical p50 ms",
-               "semantic p50 ms", "hybrid p50 ms", "hybrid p95 ms", "load avg"]
-    rows = [[str(r["chunks"]), _fmt(r["build_s"], 2), _fmt(r["rss_growth_mb"], 1),
-             _fmt(r["vectors_mb"], 1), _fmt(r["lexical_p50_ms"], 2),
-             _fmt(r["semantic_p50_ms"], 2), _fmt(r["hybrid_p50_ms"], 2),
-             _fmt(r["hybrid_p95_ms"], 2), _fmt(r["load_avg_1min"], 1)] for r in scale]
-    return headers, rows
-
-
 def _markdown(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -107,9 +97,6 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
                      "hits that are relevant; coverage = share of queries that are confident. "
                      "Cranfield counts each question's source paper (cranqrel code -1) as "
                      "relevant (bench/calibration.py says why). " + precision_floor(figures)))
-    if results["scale"]:
-        headers, rows = scale_rows(results["scale"])
-        sections.append(("scale run", headers, rows, results["scale_note"]))
     return sections
 
 

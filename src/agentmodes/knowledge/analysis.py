@@ -13,13 +13,14 @@ with no evidence either way (e.g. a bare noun) falls back to the corpus's majori
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_GERMAN
 
 Language = Literal["en", "de"]
 LanguageSetting = Literal["en", "de", "auto"]
@@ -31,10 +32,22 @@ _STEMMER_NAMES = {"en": "english", "de": "german"}
 _TOKEN = re.compile(r"\w{2,}")  # = bm25s's (?u)\b\w\w+\b on maximal word runs, 20% faster
 _WORD = re.compile(r"(?u)\w+")
 
-STOPWORDS: dict[Language, frozenset[str]] = {
-    "en": frozenset(STOPWORDS_EN),
-    "de": frozenset(STOPWORDS_GERMAN),
-}
+
+
+def _bm25s_stopwords() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """bm25s's English and German stop word lists (the ones our baseline uses), read from its
+    data module without importing the bm25s package: its __init__ pulls in its benchmark
+    utilities, half a second of every cold start (a KB's first search must stay < 1 s)."""
+    spec = importlib.util.find_spec("bm25s")
+    path = Path(list(spec.submodule_search_locations)[0]) / "stopwords.py"
+    data = importlib.util.spec_from_file_location("_agentmodes_bm25s_stopwords", path)
+    module = importlib.util.module_from_spec(data)
+    data.loader.exec_module(module)
+    return module.STOPWORDS_EN, module.STOPWORDS_GERMAN
+
+
+_EN, _DE = _bm25s_stopwords()
+STOPWORDS: dict[Language, frozenset[str]] = {"en": frozenset(_EN), "de": frozenset(_DE)}
 
 # Function words that are frequent in one language and rare in the other ("in", "so",
 # "was", "an" are left out on purpose: they occur in both).

@@ -124,8 +124,11 @@ def _save_ann(folder: Path, dense: Any, source: np.ndarray, n_rows: int, base_be
               generation: int) -> str:
     """Extend the saved graph with the new vectors (or build it), drop dead rows."""
     if old_name:
-        ann = ApproximateIndex.open(folder / old_name, writable=True)
         new_rows = np.concatenate([np.arange(base_before, n_rows), late_rows])
+        new_rows = new_rows[dense.has_vector(n_rows)[new_rows]] if len(new_rows) else new_rows
+        if not len(new_rows) and not len(dead):
+            return old_name  # nothing changed for the graph: keep it as it is
+        ann = ApproximateIndex.open(folder / old_name, writable=True)
         ann.remove(dead)
     else:
         ann = ApproximateIndex.create(dense.dim)

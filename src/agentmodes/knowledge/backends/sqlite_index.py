@@ -92,7 +92,10 @@ class PersistedIndex:
     def checkpoint(self, wait: float = 5.0, *, due: bool = False) -> bool:
         """Save what the KB gained since the saved index (True if saved or nothing to do).
         `due=True`: only if the last save is SAVE_EVERY_S old (called during an ingest)."""
-        if due and time.monotonic() - self._saved_at < SAVE_EVERY_S:
+        if due and (time.monotonic() - self._saved_at < SAVE_EVERY_S or (
+                self._searcher is not None and self._searcher.dense.ann is not None)):
+            # With an approximate graph (1M-chunk KBs) every save rewrites it: only the save
+            # at the end of an ingest does; after a kill, the next open replays and saves.
             return True
         with self._lock, files.writer_lock(self.folder, wait) as locked:
             if not locked:
