@@ -1,6 +1,6 @@
 """`agentmodes bench scale`: the knowledge base at 1k .. 1M chunks, through the path a user takes.
 
-For each size: Markdown files on disk (scale_corpus.py: real sentences plus ids, codes and
+For each size: text files on disk (scale_corpus.py: real sentences plus ids, codes and
 numbers), `KnowledgeBase.ingest` into a new KB file, then every measurement in a fresh
 process (scale_probe.py): cold open + first search, warm p50/p95 per mode, recall@10 of the
 shipped search against exhaustive scoring, adding and removing one document, memory and disk.
@@ -85,7 +85,7 @@ def _kb_for(size: int, work: Path, folders: list[Path], progress) -> tuple[Path,
 
 
 def _sample_texts(folders: list[Path], count: int = 400) -> list[str]:
-    files = sorted(folders[-1].glob("*.md"))[:count // 10] + sorted(folders[0].glob("*.md"))[:2]
+    files = sorted(folders[-1].glob("*.txt"))[:count // 10] + sorted(folders[0].glob("*.txt"))[:2]
     return [f.read_text(encoding="utf-8") for f in files]
 
 
@@ -108,9 +108,9 @@ def measure_size(size: int, work: Path, corpus: list[Path], n_queries: int, peer
     progress(f"{size}: adding and removing one document")
     extra = work / f"added-{size}"
     extra.mkdir(exist_ok=True)
-    added = extra / "added.md"
-    added.write_text("# Added\n\n## Note\n\nThe quarterly glacier audit QX-77812 found "
-                     "seventeen crevasses near the northern ridge.\n", encoding="utf-8")
+    added = extra / "added.txt"
+    added.write_text("The quarterly glacier audit QX-77812 found seventeen crevasses near the "
+                     "northern ridge.\n", encoding="utf-8")
     row["add"] = probe("add", kb=str(kb), file=str(added),
                        query="glacier audit QX-77812 crevasses")
     row["disk_mb"] = {"kb_file": _disk_mb(kb, Path(f"{kb}-wal")),
@@ -140,7 +140,7 @@ def run_scale(sizes: list[int], work: Path | None = None, out_dir: Path | None =
               embedding: bool = False, progress=print) -> dict:
     work = Path(work or default_work_dir())
     work.mkdir(parents=True, exist_ok=True)
-    corpus = build_corpus(work / "corpus", max(sizes), data_dir, progress=progress)
+    corpus = build_corpus(work / "corpus-txt", max(sizes), data_dir, progress=progress)
     results = {"note": NOTE, "work_dir": str(work), "sizes": [],
                "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                           f"{platform.python_implementation()} {platform.python_version()}"}

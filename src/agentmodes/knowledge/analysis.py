@@ -155,17 +155,16 @@ class Analyzer:
         return _decide(words, text) or fallback or self.fallback
 
     def _lookup(self, memo: dict, lang: Language, words: list[str]) -> list:
-        found = list(map(memo.get, words))
-        if None in found:
-            self._learn(lang, [w for w, f in zip(words, found) if f is None])
-            found = list(map(memo.__getitem__, words))
-        return found
+        try:
+            return list(map(memo.__getitem__, words))
+        except KeyError:  # some words are new: a set difference finds them in C
+            self._learn(lang, list(set(words).difference(memo)))
+            return list(map(memo.__getitem__, words))
 
     def _learn(self, lang: Language, new: list[str]) -> None:
         """Stem (and key) the given unseen words; only they are visited, not the whole text."""
         memo, keys = self._memo[lang], self._keys[lang]
         stop = STOPWORDS[lang] if self.use_stopwords else frozenset()
-        new = list(dict.fromkeys(new))
         for word, stem in zip(new, _stemmer(lang).stemWords(new)):
             term = "" if word in stop else fold_diacritics(stem)
             memo[word] = term

@@ -112,7 +112,7 @@ class DenseIndex:
         """Start from a saved base matrix (usually a memory map) and its moments."""
         self.__init__(base.shape[1] if base.ndim == 2 and base.shape[1] else None)
         if self.dim:
-            self._base = base
+            self._base = np.asarray(base)  # a plain view of the memory map (postings.py)
             self._sum, self._gram = (np.array(m, dtype=np.float64) for m in moments)
         self._has = GrowingArray(np.bool_, has)
         self._count = int(np.count_nonzero(has))
@@ -177,16 +177,10 @@ class DenseIndex:
             return out
         query = np.asarray(query, dtype=np.float32)
         base_n = min(len(self._base), n_rows)
-        for start in range(0, base_n, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, base_n)
-            np.dot(self._base[start:stop], query, out=out[start:stop])
+        dot_rows(self._base[:base_n], query, out[:base_n])
         if self._extra_rows.n:
             rows = self._extra_rows.view
-            extra = self._extra[:len(rows)]
-            scores = np.empty(len(rows), dtype=np.float32)
-            for start in range(0, len(rows), BLOCK_ROWS):
-                np.dot(extra[start:start + BLOCK_ROWS], query,
-                       out=scores[start:start + BLOCK_ROWS])
+            scores = dot_rows(self._extra[:len(rows)], query)
             keep = rows < n_rows
             out[rows[keep]] = scores[keep]
         missing = self.missing_rows(n_rows)
@@ -215,18 +209,30 @@ class DenseIndex:
         variance = float(q @ self._gram @ q) / self._count - mean * mean
         return mean, max(variance, 0.0) ** 0.5
 
+    def best_rows(self, scores: np.ndarray, count: int) -> np.ndarray:
+        """The `count` rows with a vector that score highest in a row_scores vector."""
+        best = top_k(scores, count)
+        return best[self._valid(best)]
+
     def candidates(self, query: np.ndarray, count: int, n_rows: int) -> np.ndarray:
         """Rows of about the `count` best vectors: exact over all rows, or proposed by the
         approximate index and then the in-memory rows."""
         if self.ann is None:
-            scores = self.row_scores(query, n_rows)
-            best = top_k(scores, count)
-            return best[self._has.view[best]]
+            return self.best_rows(self.row_scores(query, n_rows), count)
         rows = self.ann.search(query, count)
         extra = self._extra_rows.view
         rows = np.concatenate([rows, extra[extra < n_rows]]) if len(extra) else rows
         rows = rows[rows < n_rows]
         return np.unique(rows[self._valid(rows)])
+
+
+def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = None
+             ) -> np.ndarray:
+    """matrix @ vector in blocks of BLOCK_ROWS (see DenseIndex.row_scores for why)."""
+    out = np.empty(len(matrix), dtype=np.float32) if out is None else out
+    for start in range(0, len(matrix), BLOCK_ROWS):
+        np.dot(matrix[start:start + BLOCK_ROWS], vector, out=out[start:start + BLOCK_ROWS])
+    return out
 
 
 def _append_rows(matrix: np.ndarray, rows: np.ndarray, used: int) -> np.ndarray:

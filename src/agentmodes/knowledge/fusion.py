@@ -121,9 +121,12 @@ class Moments:
     def of(cls, scores: np.ndarray, n: int) -> "Moments":
         if n <= 0:
             return cls(0.0, 0.0)
-        wide = scores.astype(np.float64)  # float32 sums lose the variance of cosines ~0.8
+        # float64: float32 sums lose the variance of cosines around 0.8. No BLAS dot: a
+        # ddot this long is handed to OpenBLAS's threads, and waking them on a busy
+        # machine cost 38 ms per call at 10k chunks against 0.03 ms for this.
+        wide = scores.astype(np.float64)
         mean = float(wide.sum()) / n
-        variance = float(wide @ wide) / n - mean * mean
+        variance = float(np.square(wide, out=wide).sum()) / n - mean * mean
         return cls(mean, max(variance, 0.0) ** 0.5)
 
     def z(self, values: np.ndarray) -> np.ndarray:

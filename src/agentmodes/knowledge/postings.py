@@ -22,6 +22,7 @@ lets segments stay immutable while the statistics stay exact.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +55,8 @@ class Segment:
         counts = [Counter(keys) for keys in key_lists]
         lens = np.fromiter((len(c) for c in counts), dtype=np.int64, count=len(counts))
         total = int(lens.sum())
-        fwd_keys = np.fromiter((k for c in counts for k in c), dtype=np.int64, count=total)
-        fwd_tfs = np.fromiter((t for c in counts for t in c.values()), dtype=np.uint16,
+        fwd_keys = np.fromiter(chain.from_iterable(counts), dtype=np.int64, count=total)
+        fwd_tfs = np.fromiter(chain.from_iterable(c.values() for c in counts), dtype=np.uint16,
                               count=total)
         doclen = np.fromiter((len(keys) for keys in key_lists), dtype=np.uint32,
                              count=len(key_lists))
@@ -128,5 +129,7 @@ class Segment:
 
     @classmethod
     def load(cls, folder: Path) -> "Segment":
-        return cls(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS),
-                   name=folder.name)
+        # np.asarray drops the memmap subclass (same memory): its Python-level __getitem__
+        # and __array_finalize__ cost more than the look-ups themselves.
+        return cls(*(np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r"))
+                     for name in ARRAYS), name=folder.name)

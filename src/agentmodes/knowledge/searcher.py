@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import AgentModesError, ConfigError
 from .analysis import Analyzer, LanguageSetting
 from .confidence import confidences
-from .dense import DenseIndex
+from .dense import DenseIndex, dot_rows
 from .embedders import Embedder
 from .fusion import DEFAULT_WEIGHTS, HybridWeights, Moments
 from .lexical import LexicalIndex, top_k
@@ -142,12 +142,12 @@ class Searcher:
         if self.dense.ann is None:
             scores = self.dense.row_scores(query_vector, n_rows)
             moments = Moments.of(scores, len(self.dense))
-            rows = self.dense.candidates(query_vector, k + 1, n_rows)
+            rows = self.dense.best_rows(scores, k + 1)
             cosine = scores[rows]
         else:
             moments = Moments(*self.dense.moments_of(query_vector))
             found = self.dense.candidates(query_vector, max(k + 1, 64), n_rows)
-            found_cosine = self.dense.gather(found) @ query_vector
+            found_cosine = dot_rows(self.dense.gather(found), query_vector)
             order = top_k(found_cosine, k + 1)
             rows, cosine = found[order], found_cosine[order]
         return self._ranking("semantic", rows, cosine, moments.z(cosine), k, terms, cosine,
@@ -169,13 +169,14 @@ class Searcher:
         has_vector = dense.has_vector(n_rows)
 
         def cosines(rows: np.ndarray, vector: np.ndarray, known: np.ndarray | None) -> np.ndarray:
-            return known[rows] if known is not None else dense.gather(rows) @ vector
+            return known[rows] if known is not None else dot_rows(dense.gather(rows), vector)
 
         if exact:
             rows = lexical.alive_rows()
             dense_top = int(np.argmax(np.where(has_vector, dense_scores, -np.inf)))
         else:
-            proposed = dense.candidates(query_vector, CANDIDATES, n_rows)
+            proposed = dense.candidates(query_vector, CANDIDATES, n_rows) if dense_scores is \
+                None else dense.best_rows(dense_scores, CANDIDATES)
             rows = self._union(self._lexical_candidates(lex_scores), proposed)
             dense_top = int(proposed[np.argmax(cosines(proposed, query_vector, dense_scores))])
         cosine = cosines(rows, query_vector, dense_scores)
@@ -230,7 +231,7 @@ class Searcher:
             moments, values = Moments.of(scores, len(dense)), scores[rows]
         else:  # linear: cos(q + b v) = cos(q) + b cos(v), so only the rows' own vectors
             moments = Moments(*dense.moments_of(moved))
-            values = cosine + beta * (dense.gather(rows) @ top_vector)
+            values = cosine + beta * dot_rows(dense.gather(rows), top_vector)
         return np.where(dense.has_vector(self.lexical.n_rows)[rows], moments.z(values), lex_z)
 
     def _lexical_candidates(self, scores: np.ndarray) -> np.ndarray:
