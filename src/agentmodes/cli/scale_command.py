@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from . import output
 from .bench_commands import _scale_sizes, wrote
 from .bench_options import DATA_OPTION, OUT_OPTION
-from .main import bench_app
+from .main import bench_app, fail
 
 
 @bench_app.command("scale")
@@ -40,3 +41,27 @@ def scale(
                         progress=(lambda *_: None) if output.quiet() else err.log)
     print_report(results, Console())
     wrote(out / "scale.json", out / "scale.md")
+
+
+@bench_app.command("index-candidates")
+def index_candidates(
+    size: int = typer.Option(100_000, "--size", min=1000,
+                             help="The scale benchmark's KB of this many chunks."),
+    out: Optional[Path] = OUT_OPTION,
+    work: Optional[Path] = typer.Option(None, "--work", help="bench scale's --work folder."),
+    queries: int = typer.Option(100, "--queries", min=10),
+) -> None:
+    """Lexical and dense index designs side by side (FTS5, bm25s, Tantivy; HNSW, sqlite-vec)."""
+    from ..bench.index_candidates import run_candidates
+    from ..bench.results import results_dir
+    from ..bench.scale import default_work_dir
+
+    out = results_dir(out)
+    err = Console(stderr=True)
+    try:
+        results = run_candidates(size, work or default_work_dir(), out, queries,
+                                 progress=(lambda *_: None) if output.quiet() else err.log)
+    except FileNotFoundError as missing:
+        raise fail(str(missing), 1) from None
+    typer.echo(json.dumps(results, indent=1))
+    wrote(out / "index_candidates.json", out / "index_candidates.md")
