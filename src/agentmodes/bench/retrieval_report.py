@@ -69,7 +69,7 @@ def precision_floor(figures: list[dict], target: float = 0.9) -> str:
             "every mode.")
 
 
-def _markdown(headers: list[str], rows: list[list[str]]) -> str:
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -101,8 +101,14 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
 
 
 def print_tables(results: dict, console: Console | None = None) -> None:
+    print_sections(_sections(results), console)
+
+
+def print_sections(sections: list[tuple[str, list[str], list[list[str]], str]],
+                   console: Console | None = None) -> None:
+    """(title, headers, rows, caption) sections as rich tables (also bench scale's)."""
     console = console or Console()
-    for title, headers, rows, note in _sections(results):
+    for title, headers, rows, note in sections:
         table = Table(title=title, caption=note)
         for header in headers:
             table.add_column(header)
@@ -121,5 +127,5 @@ def write_reports(results: dict, out_dir: Path) -> tuple[Path, Path]:
              "(HotpotQA CC BY-SA 4.0, XQuAD CC BY-SA 4.0, Cranfield public research "
              "collection).\n"]
     for title, headers, rows, note in _sections(results):
-        parts.append(f"## {title}\n\n{note}\n\n{_markdown(headers, rows)}\n")
+        parts.append(f"## {title}\n\n{note}\n\n{markdown_table(headers, rows)}\n")
     return write_results(out_dir, "retrieval", results, "\n".join(parts))

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
-from ..rich_tables import print_table
 from .results import write_results
+from .retrieval_report import markdown_table, print_sections
 
 TARGETS = ("Targets (issue 8, 2-core machine): 100k chunks open + first hybrid search < 1 s, "
            "hybrid p50 <= 15 ms, lexical p50 <= 2 ms, add one document < 1 s, index memory "
@@ -27,17 +26,24 @@ def _f(value, digits: int = 2) -> str:
 
 
 def kb_rows(sizes: list[dict]) -> tuple[list[str], list[list[str]]]:
-    headers = ["chunks", "text ingest chunks/s", "cold open + 1st hybrid s", "import s",
-               "lexical p50/p95 ms", "semantic p50/p95 ms", "hybrid p50/p95 ms",
+    headers = ["chunks", "text ingest chunks/s (per CPU-s)", "cold open + 1st hybrid s",
+               "import s", "lexical p50/p95 ms", "semantic p50/p95 ms", "hybrid p50/p95 ms",
+               "CPU p50 ms lex/sem/hyb",
                "recall@10 hybrid/semantic", "add doc s", "remove doc s", "index RSS MB",
                "raw vectors MB", "KB file MB", "index MB", "load avg"]
     rows = []
     for r in sizes:
         w, recall = r["warm"], r["warm"]["recall"]
-        rows.append([_f(r["chunks"]), _f(r["text_ingest_chunks_per_s"], 0),
+        ingest = r["ingest"]
+        per_cpu = ingest["chunks_added"] / ingest["text_ingest_cpu_s"] \
+            if ingest.get("text_ingest_cpu_s") and ingest["chunks_added"] else None
+        rows.append([_f(r["chunks"]),
+                     f"{_f(r['text_ingest_chunks_per_s'], 0)} ({_f(per_cpu, 0)})",
                      _f(r["cold"]["open_first_search_s"], 3), _f(r["cold"]["import_s"], 3),
                      *(f"{_f(w[f'{m}_p50_ms'])} / {_f(w[f'{m}_p95_ms'])}"
                        for m in ("lexical", "semantic", "hybrid")),
+                     " / ".join(_f(w.get(f"{m}_cpu_p50_ms"))
+                                for m in ("lexical", "semantic", "hybrid")),
                      f"{_f(recall['hybrid'], 3)} / {_f(recall['semantic'], 3)}",
                      _f(r["add"]["add_document_s"], 3), _f(r["add"]["remove_document_s"], 3),
                      _f(w["index_rss_mb"], 0), _f(r["raw_vector_mb"], 0),
@@ -86,24 +92,12 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
 
 
 def print_report(results: dict, console: Console | None = None) -> None:
-    console = console or Console()
-    for title, headers, rows, note in _sections(results):
-        table = Table(title=title, caption=note)
-        for header in headers:
-            table.add_column(header)
-        for row in rows:
-            table.add_row(*row)
-        print_table(table, console)
-
-
-def _markdown(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+    print_sections(_sections(results), console)
 
 
 def write_report(results: dict, out_dir: Path) -> tuple[Path, Path]:
     parts = [f"# Scale benchmark\n\nMeasured {results['measured']} by `agentmodes bench scale` "
              f"on {results['machine']}.\n"]
     for title, headers, rows, note in _sections(results):
-        parts.append(f"## {title}\n\n{note}\n\n{_markdown(headers, rows)}\n")
+        parts.append(f"## {title}\n\n{note}\n\n{markdown_table(headers, rows)}\n")
     return write_results(out_dir, "scale", results, "\n".join(parts))

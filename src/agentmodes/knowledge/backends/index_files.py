@@ -97,10 +97,15 @@ def write_raw_rows(path: Path, record_bytes: int, rows: np.ndarray, data: np.nda
     """Overwrite records `rows` in place (vectors that came after their row was saved)."""
     if not len(rows):
         return
+    rows = np.asarray(rows, dtype=np.int64)
+    data = np.ascontiguousarray(data)
+    # one write per run of consecutive rows (vectors arrive in chunk order, so runs are long)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
     fd = os.open(path, os.O_RDWR)
     try:
-        for row, record in zip(rows.tolist(), np.ascontiguousarray(data)):
-            os.pwrite(fd, record.tobytes(), row * record_bytes)
+        for start, stop in zip(np.concatenate(([0], breaks)).tolist(),
+                               np.concatenate((breaks, [len(rows)])).tolist()):
+            os.pwrite(fd, data[start:stop].tobytes(), int(rows[start]) * record_bytes)
         os.fsync(fd)
     finally:
         os.close(fd)
