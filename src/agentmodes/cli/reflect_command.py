@@ -14,7 +14,6 @@ at the same place more than 3 times in a row, or more than --max-steps steps).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -24,6 +23,7 @@ from typing import Any, Optional
 
 import typer
 
+from . import output
 from .main import app, fail
 
 STRATEGIES = ("reflection", "reflexion")
@@ -88,7 +88,11 @@ def reflect(
     llm: Optional[str] = typer.Option(None, "--llm", help=(
         "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM")),
     kind: str = typer.Option("auto", "--kind", help="auto | code | text"),
-    focus: Optional[str] = typer.Option(None, "--focus", help="What the reviewer looks for."),
+    focus: Optional[str] = typer.Option(None, "--focus", help=(
+        "What the reviewer looks for; 'efficiency' is seed 001's reviewer for code (strict, "
+        "time complexity, a better algorithm such as a sieve, 'no improvement needed' only "
+        "when optimal)")),
+    language: str = typer.Option("auto", "--language", help="auto | de | en | zh (prompts)"),
     memory: Optional[Path] = typer.Option(None, "--memory", help=(
         "reflexion: SQLite file of the lessons per task (default $AGENTMODES_MEMORY or "
         "~/.local/share/agentmodes/memory.db)")),
@@ -102,9 +106,17 @@ def reflect(
     kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
                                       "knowledge base; the loop works on its final answer."),
     mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact"),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
+    as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
+    quiet: bool = output.QUIET_OPTION,
 ) -> None:
-    """Draft, critique and refine (reflection), or trials with lessons (reflexion)."""
+    """Draft, critique and refine (reflection), or trials with lessons (reflexion).
+
+    \b
+    Examples:
+      agentmodes reflect "Write primes_up_to(n) returning all primes in [1, n]." --tests auto
+      agentmodes reflect "..." --strategy reflexion --max-iterations 3 --json
+      agentmodes reflect "Wann hat die DG Agentur geöffnet?" --kb kb.db --kind text
+    """
     from ..llm.registry import load_llm
     from ..modes.reflection import Reflection, Reviewer
 
@@ -117,24 +129,28 @@ def reflect(
         raise fail(f"unknown kind {kind!r} (choose {', '.join(KINDS)})")
     if not 0 <= max_iterations <= 20 or (strategy == "reflexion" and max_iterations < 1):
         raise fail("--max-iterations must be between 0 (1 for reflexion) and 20")
+    if language not in ("auto", "de", "en", "zh"):
+        raise fail(f"unknown language {language!r} (choose auto, de, en or zh)")
     if kb is not None and mode not in ("act", "react", "reflact"):
         raise fail(f"unknown mode {mode!r} (choose act, react or reflact)")
     judges = _evaluator_names(evaluator, kb)
     kind = "text" if kb is not None else _kind(kind, task)
+    output.set_quiet(quiet)
     model = load_llm(llm)
     view = ReflectView(as_json)
     test_suite, intro = _tests_evaluator(tests, kind, task, model)
     view.extra_usage(intro)
-    with _actor(model, kind, kb, mode) as actor:
+    with _actor(model, kind, kb, mode, language) as actor:
         if strategy == "reflection":
             events = Reflection(model, actor, kind=kind, max_iterations=max_iterations,
-                                focus=focus, evaluator=test_suite).stream(task)
+                                focus=focus, evaluator=test_suite,
+                                language=language).stream(task)
             view.show(intro, events)
         else:
-            judge = _judge(judges, test_suite, lambda: Reviewer(model, kind=kind, focus=focus),
-                           max_steps)
+            judge = _judge(judges, test_suite, lambda: Reviewer(model, kind=kind, focus=focus,
+                                                                language=language), max_steps)
             _reflexion(model, actor, judge, task, max_iterations, memory, no_memory, view,
-                       intro)
+                       intro, language)
 
 
 def _evaluator_names(text: str, kb: Optional[Path]) -> list[str]:
@@ -165,12 +181,12 @@ def _judge(names: list[str], tests: Any, reviewer: Any, max_steps: int) -> Any:
 
 
 @contextmanager
-def _actor(model: Any, kind: str, kb: Optional[Path], mode: str):
+def _actor(model: Any, kind: str, kb: Optional[Path], mode: str, language: str = "auto"):
     """A prompt actor, or an agent over the knowledge base (closed afterwards)."""
     from ..modes.actors import AgentActor, LLMActor
 
     if kb is None:
-        yield LLMActor(model, kind=kind)
+        yield LLMActor(model, kind=kind, language=language)
         return
     from ..knowledge.base import KnowledgeBase
     from ..settings import ChatbotSettings
@@ -178,14 +194,15 @@ def _actor(model: Any, kind: str, kb: Optional[Path], mode: str):
 
     base = KnowledgeBase.open(kb_path(kb), create=False)
     try:
-        yield AgentActor(llm=model, knowledge=base, settings=ChatbotSettings(agent_mode=mode))
+        yield AgentActor(llm=model, knowledge=base, language=language,
+                         settings=ChatbotSettings(agent_mode=mode, language=language))
     finally:
         base.close()
 
 
 def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
                memory: Optional[Path], no_memory: bool, view: "ReflectView",
-               intro: list[dict]) -> None:
+               intro: list[dict], language: str = "auto") -> None:
     from ..modes.reflexion import Reflexion
 
     store = None
@@ -195,7 +212,8 @@ def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
         path.parent.mkdir(parents=True, exist_ok=True)
         store = ReflexionMemoryStore(path)
     try:
-        events = Reflexion(model, actor, judge, max_trials=trials, memory=store).stream(task)
+        events = Reflexion(model, actor, judge, max_trials=trials, memory=store,
+                           language=language).stream(task)
         view.show(intro, events)
     finally:
         if store is not None:
@@ -208,7 +226,7 @@ class ReflectView:
     def __init__(self, as_json: bool) -> None:
         from rich.console import Console
         self.as_json = as_json
-        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True, quiet=output.quiet())
         self.out = Console(highlight=False, soft_wrap=True)
         self.before: dict[str, int] = {}
         self.started = time.perf_counter()     # wall time includes writing the tests
@@ -225,7 +243,7 @@ class ReflectView:
                 for key, value in self.before.items():
                     event["usage"][key] = event["usage"].get(key, 0) + value
             if self.as_json:
-                typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+                output.emit_event(event)
             elif event.get("done"):
                 self._done(event)
             else:
