@@ -120,7 +120,8 @@ class Reflexion:
             if _runs is not None:
                 _runs.append(attempt.run)
             yield status("draft", trial=number, content=attempt.output,
-                         sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
+                         sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict(),
+                         **({"plan": attempt.plan} if attempt.plan else {}))
             evaluation = evaluate_attempt(self.evaluator, judged, attempt)
             total += usage_of(evaluation.details.get("usage"))    # an LLM judge's cost
             yield status("evaluation", trial=number, **evaluation.as_dict())
