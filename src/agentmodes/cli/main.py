@@ -73,6 +73,7 @@ def main(
       agentmodes search "opening hours" --kb kb.db --json | jq .title
       agentmodes ask "Wann hat die DG Agentur geöffnet?" --kb kb.db --mode react
       cat notes.md | agentmodes ask "Summarise the open points" -
+      agentmodes chat --kb kb.db -c
     """
     output.set_quiet(quiet)
 
@@ -89,12 +90,15 @@ def _register(argv: list[str] | None = None) -> None:
     from . import ask_command  # noqa: F401  ask
     from . import reflect_command  # noqa: F401  reflect
     from . import completion  # noqa: F401  completion
-    if argv is None or (argv and argv[0] == "bench"):
+    from . import docs_command  # noqa: F401  docs list, show, rm
+    from . import chat_command  # noqa: F401  chat
+    from . import mcp_command  # noqa: F401  mcp
+    if argv is None or next((a for a in argv if not a.startswith("-")), None) == "bench":
         from . import bench_commands  # noqa: F401  bench humaneval, mbpp, retrieval, server
         from . import overhead_command  # noqa: F401  bench overhead
         from . import bench_llm_commands  # noqa: F401  bench hotpotqa
         from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
-        from . import scale_command  # noqa: F401  bench scale
+        from . import scale_command  # noqa: F401  bench scale, index-candidates
 
 
 def _error(message: str, code: int) -> None:
