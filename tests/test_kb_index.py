@@ -289,3 +289,29 @@ def test_reindexing_with_another_embedder_replaces_the_saved_vectors(tmp_path):
     assert manifest["space"] == "test:hashing-32" and manifest["dim"] == 32
     with KnowledgeBase.open(db, embedder=wide) as kb:
         assert semantic(kb) == expected
+
+
+def test_large_kbs_search_an_approximate_graph_that_follows_changes(tmp_path, monkeypatch):
+    from agentmodes.knowledge.backends import index_save
+
+    monkeypatch.setattr(index_save, "ANN_MIN", 20)  # the graph from 20 vectors on
+    folder = _docs(tmp_path / "docs", 40)
+    db = tmp_path / "kb.db"
+    with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+        kb.ingest(folder)
+        exact = [h.title for h in kb.search("zq017x report 17 topic 51", "semantic", k=5)]
+    manifest = index_files.read_manifest(tmp_path / "kb.db.index")
+    assert manifest["files"].get("ann", "").endswith(".usearch")
+    with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+        assert kb._index.searcher().dense.ann is not None
+        assert [h.title for h in kb.search("zq017x report 17 topic 51", "semantic", k=5)] \
+            == exact
+        _docs(folder, 1, start=77)  # one more: listed as uncovered, scored exactly
+        kb.ingest(folder)
+        assert kb.search("zq077x report 77 topic 231", "hybrid", k=1)[0].title == "Report 77"
+    after = index_files.read_manifest(tmp_path / "kb.db.index")
+    assert after["files"]["ann"] == manifest["files"]["ann"]  # the graph was not rewritten
+    assert after["files"].get("ann_uncovered")
+    result = _search_elsewhere(db, "zq077x report 77 topic 231")
+    assert result["hits"]["hybrid"][0] == "Report 77" and result["hits"]["lexical"][0] == \
+        "Report 77"

@@ -102,7 +102,8 @@ def measure_size(size: int, work: Path, corpus: list[Path], n_queries: int, peer
     colds = [probe("cold", kb=str(kb), query=query_list[i], mode="hybrid")
              for i in range(COLD_RUNS)]
     row["cold"] = {key: float(np.median([c[key] for c in colds]))
-                   for key in ("import_s", "open_first_search_s", "process_s", "rss_mb")}
+                   for key in ("import_s", "open_first_search_s", "open_first_search_cpu_s",
+                               "process_s", "rss_mb")}
     progress(f"{size}: warm latency, {len(query_list)} queries x {len(MODES)} modes")
     row["warm"] = probe("warm", kb=str(kb), queries=query_list, modes=list(MODES))
     progress(f"{size}: adding and removing one document")

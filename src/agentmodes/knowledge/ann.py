@@ -16,11 +16,15 @@ remove keys.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
-ANN_MIN = 200_000      # vectors below this are searched exactly
+# Vectors below this are searched exactly. At 100k x 384 one exact pass reads 150 MB, about
+# 15 ms of CPU here: the whole budget of a hybrid query (benchmarks/results/scale.md reports
+# that and the graph's recall@10). AGENTMODES_ANN_MIN moves the threshold.
+ANN_MIN = int(os.environ.get("AGENTMODES_ANN_MIN") or 50_000)
 CONNECTIVITY = 16      # graph degree (M): recall vs memory and build time
 EXPANSION_ADD = 128    # ef_construction
 EXPANSION_SEARCH = 256  # ef at query time (>= the candidates asked for)

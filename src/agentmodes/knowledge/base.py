@@ -31,7 +31,6 @@ from .embedders import Embedder, get_embedder
 from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
 from .backends import Backend, open_backend
 from .types import DocumentInfo, Hit, IngestReport, Passage
-from .web_pages import ingest_urls, is_url
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
 DEFAULT_EMBED_BATCH = 32
@@ -175,6 +174,8 @@ class KnowledgeBase:
             self._checkpoint(due=True)  # a long ingest saves its index every few seconds
             if progress:
                 progress(phase, done, total, label)
+
+        from .web_pages import ingest_urls, is_url  # httpx: not for processes that only search
 
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         urls = [p for p in given if is_url(p)]          # web pages and sitemaps

@@ -39,6 +39,7 @@ class DenseIndex:
         self._missing: np.ndarray | None = None
         self._missing_n = 0
         self.ann = None  # optional approximate index (ann.py) over the base rows
+        self.uncovered = np.zeros(0, dtype=np.int64)  # saved rows with a vector not in it
 
     def __len__(self) -> int:
         return self._count
@@ -219,9 +220,8 @@ class DenseIndex:
         approximate index and then the in-memory rows."""
         if self.ann is None:
             return self.best_rows(self.row_scores(query, n_rows), count)
-        rows = self.ann.search(query, count)
         extra = self._extra_rows.view
-        rows = np.concatenate([rows, extra[extra < n_rows]]) if len(extra) else rows
+        rows = np.concatenate([self.ann.search(query, count), self.uncovered, extra])
         rows = rows[rows < n_rows]
         return np.unique(rows[self._valid(rows)])
 

@@ -21,6 +21,7 @@ from ..postings import Segment
 from . import index_files as files
 
 GATHER_ROWS = 50_000
+UNCOVERED_MAX = 5_000  # new vectors kept out of the graph (scored exactly) until then
 
 
 def save_generation(folder: Path, searcher: Any, old: dict, kb_id: str | None,
@@ -114,34 +115,46 @@ def _save_vectors(folder: Path, dense: Any, keep: np.ndarray | None, n_rows: int
     out_files["moments"] = f"moments-{generation}.npy"
     _save_npy(folder / out_files["moments"], np.vstack([sums[None, :], gram]))
     if len(dense) >= ANN_MIN:
-        out_files["ann"] = _save_ann(folder, dense, source, n_rows, base_before, late_rows,
-                                     dead, old_files.get("ann") if continuing else None,
-                                     generation)
+        _save_ann(folder, dense, source, n_rows, base_before, late_rows, dead,
+                  old_files if continuing else {}, out_files, generation)
 
 
 def _save_ann(folder: Path, dense: Any, source: np.ndarray, n_rows: int, base_before: int,
-              late_rows: np.ndarray, dead: np.ndarray, old_name: str | None,
-              generation: int) -> str:
-    """Extend the saved graph with the new vectors (or build it), drop dead rows."""
+              late_rows: np.ndarray, dead: np.ndarray, old_files: dict, out_files: dict,
+              generation: int) -> None:
+    """Extend the saved graph with the new vectors (or build it).
+
+    A few new vectors are not worth rewriting the graph for (loading and saving it is O(n)):
+    up to UNCOVERED_MAX of them are listed as "uncovered" instead, and searches score those
+    rows exactly next to the graph's candidates. Dead rows stay in the graph until it is
+    rebuilt; searches drop them (they have no live vector)."""
+    has = dense.has_vector(int(source.max()) + 1 if len(source) else 0)
+    old_name = old_files.get("ann")
     if old_name:
-        new_rows = np.concatenate([np.arange(base_before, n_rows), late_rows])
-        new_rows = new_rows[dense.has_vector(n_rows)[new_rows]] if len(new_rows) else new_rows
-        if not len(new_rows) and not len(dead):
-            return old_name  # nothing changed for the graph: keep it as it is
+        added = np.concatenate([np.arange(base_before, n_rows), late_rows]).astype(np.int64)
+        added = added[has[source[added]]] if len(added) else added
+        previous = np.load(folder / old_files["ann_uncovered"]) \
+            if old_files.get("ann_uncovered") else np.zeros(0, np.int64)
+        uncovered = np.union1d(previous, added)
+        if len(uncovered) <= UNCOVERED_MAX:
+            out_files["ann"] = old_name
+            if len(uncovered):
+                out_files["ann_uncovered"] = f"ann-uncovered-{generation}.npy"
+                _save_npy(folder / out_files["ann_uncovered"], uncovered)
+            return
         ann = ApproximateIndex.open(folder / old_name, writable=True)
         ann.remove(dead)
+        new_rows = uncovered
     else:
         ann = ApproximateIndex.create(dense.dim)
         new_rows = np.arange(n_rows)
-    has = dense.has_vector(int(source.max()) + 1 if len(source) else 0)
     for start in range(0, len(new_rows), GATHER_ROWS):
         rows = new_rows[start:start + GATHER_ROWS]
         rows = rows[has[source[rows]]]
         ann.add(rows, dense.gather(source[rows]))
-    name = f"ann-{generation}.usearch"
-    ann.save(folder / name)
-    files.fsync_tree(folder / name)
-    return name
+    out_files["ann"] = f"ann-{generation}.usearch"
+    ann.save(folder / out_files["ann"])
+    files.fsync_tree(folder / out_files["ann"])
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:

@@ -214,6 +214,8 @@ class PersistedIndex:
                 from ..ann import ApproximateIndex
 
                 searcher.dense.ann = ApproximateIndex.open(folder / names["ann"])
+                if names.get("ann_uncovered"):
+                    searcher.dense.uncovered = np.load(folder / names["ann_uncovered"])
         self._manifest = dict(manifest)
 
     def _sequence(self, table: str) -> int:
@@ -246,9 +248,11 @@ class PersistedIndex:
                 self._replayed += len(batch)
                 m["last_chunk_id"] = batch[-1][0]
             if space:
+                # CROSS JOIN keeps chunks the outer loop: planned the other way, SQLite scans
+                # every vector of the space to find the few new chunks (seconds at 100k).
                 self._add_vectors(db.execute(
-                    "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = ? "
-                    "AND e.text_hash = c.text_hash WHERE c.id > ?", (space, last)))
+                    "SELECT c.id, e.vector FROM chunks c CROSS JOIN embeddings e ON "
+                    "e.embedder = ? AND e.text_hash = c.text_hash WHERE c.id > ?", (space, last)))
                 hashes = [r[0] for r in db.execute(
                     "SELECT DISTINCT text_hash FROM vector_log WHERE seq > ? AND seq <= ? "
                     "AND embedder = ?", (m["vector_seq"], vector_seq, space))]
