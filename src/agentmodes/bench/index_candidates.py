@@ -182,6 +182,8 @@ def _sqlite_vec(matrix: np.ndarray, work: Path, qv, recall) -> dict:
     path = work / "candidates.vec.db"
     path.unlink(missing_ok=True)
     conn = sqlite3.connect(path)
+    if not hasattr(conn, "enable_load_extension"):
+        return {**row, "note": "this Python's sqlite3 cannot load extensions"}
     conn.enable_load_extension(True)
     sqlite_vec.load(conn)
     start = time.perf_counter()

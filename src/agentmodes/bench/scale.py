@@ -73,13 +73,11 @@ def _kb_for(size: int, work: Path, folders: list[Path], progress) -> tuple[Path,
     if kb.exists() and done.exists():
         progress(f"{size}: reusing {kb}")
         return kb, json.loads(done.read_text())
-    for stale in (kb, Path(f"{kb}-wal"), Path(f"{kb}-shm")):
-        stale.unlink(missing_ok=True)
-    import shutil
-    shutil.rmtree(f"{kb}.index", ignore_errors=True)
-    progress(f"{size}: ingesting {len(folders) * CHUNKS_PER_FOLDER} chunks into {kb}")
+    resumed = kb.exists()  # an interrupted ingest: the KB is incremental, so it resumes
+    progress(f"{size}: {'resuming the ingest of' if resumed else 'ingesting'} "
+             f"{len(folders) * CHUNKS_PER_FOLDER} chunks into {kb}")
     figures = probe("ingest", kb=str(kb), folders=[str(f) for f in folders])
-    figures["load_avg_1min"] = os.getloadavg()[0]
+    figures.update(load_avg_1min=os.getloadavg()[0], resumed=resumed)
     done.write_text(json.dumps(figures))
     return kb, figures
 

@@ -29,7 +29,7 @@ def kb_rows(sizes: list[dict]) -> tuple[list[str], list[list[str]]]:
     headers = ["chunks", "text ingest chunks/s (per CPU-s)", "cold open + 1st hybrid s (CPU s)",
                "import s", "lexical p50/p95 ms", "semantic p50/p95 ms", "hybrid p50/p95 ms",
                "CPU p50 ms lex/sem/hyb",
-               "recall@10 hybrid/semantic", "add doc s", "remove doc s", "index RSS MB",
+               "recall@10 hybrid/semantic", "add doc s (CPU s)", "remove doc s", "index RSS MB",
                "raw vectors MB", "KB file MB", "index MB", "load avg"]
     rows = []
     for r in sizes:
@@ -38,7 +38,8 @@ def kb_rows(sizes: list[dict]) -> tuple[list[str], list[list[str]]]:
         per_cpu = ingest["chunks_added"] / ingest["text_ingest_cpu_s"] \
             if ingest.get("text_ingest_cpu_s") and ingest["chunks_added"] else None
         rows.append([_f(r["chunks"]),
-                     f"{_f(r['text_ingest_chunks_per_s'], 0)} ({_f(per_cpu, 0)})",
+                     f"{_f(r['text_ingest_chunks_per_s'], 0)} ({_f(per_cpu, 0)})"
+                     + (" resumed" if ingest.get("resumed") else ""),
                      f"{_f(r['cold']['open_first_search_s'], 3)} "
                      f"({_f(r['cold'].get('open_first_search_cpu_s'), 3)})",
                      _f(r["cold"]["import_s"], 3),
@@ -47,7 +48,9 @@ def kb_rows(sizes: list[dict]) -> tuple[list[str], list[list[str]]]:
                      " / ".join(_f(w.get(f"{m}_cpu_p50_ms"))
                                 for m in ("lexical", "semantic", "hybrid")),
                      f"{_f(recall['hybrid'], 3)} / {_f(recall['semantic'], 3)}",
-                     _f(r["add"]["add_document_s"], 3), _f(r["add"]["remove_document_s"], 3),
+                     f"{_f(r['add']['add_document_s'], 3)} "
+                     f"({_f(r['add'].get('add_document_cpu_s'), 3)})",
+                     _f(r["add"]["remove_document_s"], 3),
                      _f(w["index_rss_mb"], 0), _f(r["raw_vector_mb"], 0),
                      _f(r["disk_mb"]["kb_file"], 0), _f(r["disk_mb"]["index"], 0),
                      _f(r["load_avg_1min"], 1)])

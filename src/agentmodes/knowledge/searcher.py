@@ -36,6 +36,7 @@ from .lexical import LexicalIndex, top_k
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
 EXACT_ROWS = 20_000   # up to here hybrid search scores every row in every pass
 CANDIDATES = 1_000    # above: rows each retriever proposes to the fusion
+SEMANTIC_CANDIDATES = 256  # rows the approximate graph proposes for a semantic top-k
 _LOG_RANK = np.log1p(np.arange(100, dtype=np.float32))  # the "rank" confidence feature
 
 
@@ -146,7 +147,7 @@ class Searcher:
             cosine = scores[rows]
         else:
             moments = Moments(*self.dense.moments_of(query_vector))
-            found = self.dense.candidates(query_vector, max(k + 1, 64), n_rows)
+            found = self.dense.candidates(query_vector, max(k + 1, SEMANTIC_CANDIDATES), n_rows)
             found_cosine = dot_rows(self.dense.gather(found), query_vector)
             order = top_k(found_cosine, k + 1)
             rows, cosine = found[order], found_cosine[order]
