@@ -11,8 +11,9 @@ or the run fails (status `error`), so nothing the user saw is lost.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 from .chat_trace import TraceRecorder
 from .errors import AgentModesError, ConfigError
 from .events import Event
+from .ingest_worker import IngestWorker
 from .review_pass import review_answer
 from .settings import ChatbotSettings
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
@@ -66,7 +68,8 @@ class AgentChatService:
 
     def __init__(self, store: ChatStore, *, llm_factory: LLMFactory,
                  data_dir: str | Path, agent_factory: AgentFactory = _default_agent_factory,
-                 kb_opener: KBOpener = _default_kb_opener, history_turns: int = 3):
+                 kb_opener: KBOpener = _default_kb_opener, history_turns: int = 3,
+                 run_jobs: bool = True):
         self.store = store
         self.llm_factory = llm_factory
         self.agent_factory = agent_factory
@@ -77,11 +80,16 @@ class AgentChatService:
         self.history_turns = history_turns
         self._kbs: dict[str, Any] = {}
         self._kb_lock = threading.Lock()
-        # One ingest at a time: ingesting is CPU-bound (embedding) on a 2-core machine.
-        self._ingest_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest")
+        # Uploads are jobs in the database; this process runs its share of them (as does
+        # every other worker on the same database). run_jobs=False: serve requests only.
+        self.jobs_worker: Optional[IngestWorker] = None
+        if run_jobs:
+            self.jobs_worker = IngestWorker(self)
+            self.jobs_worker.start()
 
     def close(self) -> None:
-        self._ingest_pool.shutdown(wait=True, cancel_futures=True)
+        if self.jobs_worker is not None:
+            self.jobs_worker.stop()
         for kb in self._kbs.values():
             close = getattr(kb, "close", None)
             if close:
@@ -286,46 +294,25 @@ class AgentChatService:
         return self.store.get_message(last["message_id"])
 
     # ingest -----------------------------------------------------------------------------
-    def start_ingest(self, chatbot: str, paths: list[Path]) -> IngestJob:
-        """Queue an ingest of files already saved under the chatbot's upload dir."""
+    def upload(self, chatbot: str, files: list[tuple[str, bytes]]) -> IngestJob:
+        """Store the files (safe names, checked content) as the chatbot's documents and queue
+        the job that ingests them; any worker on this database may run it."""
         bot = self.store.get_chatbot(chatbot)
-        job = self.store.create_job(bot, [p.name for p in paths])
-        self._ingest_pool.submit(self._ingest, bot, job.id, [str(p) for p in paths])
-        return job
+        job_id = self.store.enqueue_upload(bot, files, owner=f"{socket.gethostname()}:"
+                                                              f"{os.getpid()}")
+        if self.jobs_worker is not None:
+            self.jobs_worker.wake()
+        return self.store.get_job(job_id)
 
-    def _ingest(self, bot: Chatbot, job_id: str, paths: list[str]) -> None:
-        total = len(paths)
-        state = {"done": 0, "total": total}
-        self.store.update_job(job_id, status="running", progress=state)
+    def start_ingest(self, chatbot: str, paths: list[Path]) -> IngestJob:
+        """Queue an ingest of files on this machine (read now, stored as documents)."""
+        return self.upload(chatbot, [(Path(p).name, Path(p).read_bytes()) for p in paths])
 
-        def progress(phase: str, done: int, total: int, label: str = "") -> None:
-            # KnowledgeBase.ingest reports phase "read" (files) then "embed" (chunks).
-            state.update(phase=phase, done=done, total=total, current=Path(label).name)
-            self.store.update_job(job_id, progress=dict(state))
+    def documents(self, chatbot: str) -> list[Any]:
+        return self.store.documents(self.store.get_chatbot(chatbot))
 
-        try:
-            kb = self.knowledge(bot)
-            report = kb.ingest(paths, progress=progress)
-            as_dict = report.as_dict() if hasattr(report, "as_dict") else dict(report)
-            self.store.update_job(job_id, status="done", report=_relative_report(as_dict),
-                                  progress={**state, "phase": "done", "current": ""})
-        except Exception as err:
-            log.exception("ingest job %s failed", job_id)
-            message = str(err) if isinstance(err, AgentModesError) else \
-                f"internal error ({type(err).__name__})"
-            self.store.update_job(job_id, status="failed", error=message)
+    def document(self, chatbot: str, name: str) -> Optional[bytes]:
+        return self.store.document_content(self.store.get_chatbot(chatbot).id, name)
 
     def jobs(self, chatbot: str) -> list[IngestJob]:
         return self.store.list_jobs(self.store.get_chatbot(chatbot))
-
-
-def _relative_report(report: dict[str, Any]) -> dict[str, Any]:
-    """File names only: a client never learns the server's directory layout."""
-    def name(value: Any) -> Any:
-        if isinstance(value, str):
-            return Path(value).name
-        if isinstance(value, dict) and "path" in value:
-            return {**value, "path": Path(value["path"]).name}
-        return value
-    return {k: [name(v) for v in vals] if isinstance(vals, list) else vals
-            for k, vals in report.items()}
