@@ -237,11 +237,13 @@ class AgentChatService:
         # client left at once) leaves no question without an answer.
         self.store.add_message(conv.id, "user", query)
         try:
+            _log_route(bot.name, settings, reflect)
             llm = self.llm_factory()
             agent = self.agent_factory(llm=llm, knowledge=self.knowledge(bot),
                                        settings=settings)
             events = agent.stream(query, history=history)
             for event in events:
+                _log_event(settings, event)
                 if event.get("done") and reflect:
                     for step in review_answer(llm, query, event, rounds=reflect,
                                               language=settings.language):
@@ -316,3 +318,28 @@ class AgentChatService:
 
     def jobs(self, chatbot: str) -> list[IngestJob]:
         return self.store.list_jobs(self.store.get_chatbot(chatbot))
+
+
+def _mode_label(mode: str) -> str:
+    from .modes.spec import mode_label
+    return mode_label(mode)
+
+
+def _log_route(chatbot: str, settings: ChatbotSettings, reflect: int) -> None:
+    """Seed 000/002: the service routes each message to its mode."""
+    if log.isEnabledFor(logging.INFO):
+        log.info("[AgentChatService] Routing to %s mode (chatbot %r, task_type %s, "
+                 "max_iterations %d%s)", _mode_label(settings.agent_mode), chatbot,
+                 settings.task_type, settings.max_iterations,
+                 f", {reflect} reflection round(s)" if reflect else "")
+
+
+def _log_event(settings: ChatbotSettings, event: Event) -> None:
+    """The seeds' log lines for what a run did ("Logs" in seeds 000 and 002)."""
+    status = event.get("status")
+    if status == "adaptive_iteration":
+        log.info("[AgentChatService] %s adaptive iteration: high confidence on iteration %s",
+                 _mode_label(settings.agent_mode), event.get("iteration"))
+    elif status == "max_iterations_reached":
+        log.info("[AgentChatService] %s max iterations reached (%s): answering from the "
+                 "observations", _mode_label(settings.agent_mode), event.get("max"))

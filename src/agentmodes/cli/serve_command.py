@@ -30,15 +30,20 @@ def serve(
                                       "scripted:FILE.json; default AGENTMODES_LLM or the "
                                       "embedded model."),
     access_log: bool = typer.Option(True, help="Log each request line."),
+    log_level: Optional[str] = typer.Option(None, "--log-level", help=(
+        "debug | info | warning | error (default $AGENTMODES_LOG_LEVEL or info): the "
+        "server's and agentmodes' log lines, e.g. [AgentChatService] mode routing")),
 ) -> None:
     """Serve chatbots over HTTP. Keys: AGENTMODES_API_KEY (admin), AGENTMODES_CHAT_API_KEY (chat)."""
     import uvicorn
 
     from ..server import ServerConfig, create_app
     from ..server.config import is_loopback
+    from ..log_setup import configure
     from ..server.runtime import build_service
     from ..store.urls import redact
 
+    level = configure(log_level, default="info")
     config = ServerConfig.from_env()
     if not config.auth_enabled and not is_loopback(host):
         raise fail(f"refusing to listen on {host} without an API key; set AGENTMODES_API_KEY "
@@ -53,12 +58,13 @@ def serve(
     else:
         typer.echo(f"agentmodes: serving {where} on loopback only: no API key is set "
                    f"(docs at {where}docs)", err=True)
-    options = dict(host=host, port=port, access_log=access_log, log_level="info",
+    options = dict(host=host, port=port, access_log=access_log, log_level=level,
                    timeout_graceful_shutdown=5, ws_max_size=config.max_request_bytes)
     if workers > 1:
         from ..server.workers import worker_environment
         service.close()               # each worker builds its own (server/workers.py)
-        os.environ.update(worker_environment(db, kb, llm, str(service.data_dir)))
+        os.environ.update(worker_environment(db, kb, llm, str(service.data_dir)),
+                          AGENTMODES_LOG_LEVEL=level)
         typer.echo(f"agentmodes: {workers} workers on {redact(db)}", err=True)
         uvicorn.run("agentmodes.server.workers:worker_app", factory=True, workers=workers,
                     **options)

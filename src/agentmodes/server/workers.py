@@ -31,8 +31,11 @@ def worker_environment(db: str, kb: str | None, llm: str | None, data_dir: str) 
 
 def worker_app() -> FastAPI:
     """The application of one worker process, built from its environment."""
+    from ..log_setup import configure
     from . import ServerConfig, create_app
     from .runtime import build_service
+
+    configure(default="info")           # AGENTMODES_LOG_LEVEL, as `serve --log-level` set it
 
     db = os.environ.get("AGENTMODES_DB") or "agentmodes-chat.db"
     service = build_service(db, kb=os.environ.get("AGENTMODES_KB") or None,
