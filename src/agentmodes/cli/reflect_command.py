@@ -33,12 +33,13 @@ _CODE_WORDS = re.compile(r"\b(python|function|code|program|script|implement|clas
                          r"funktion|programm|skript)\b", re.IGNORECASE)
 
 
-def default_memory_path() -> Path:
+def default_memory_path() -> str:
+    """$AGENTMODES_MEMORY (a file or a postgresql:// URL), else the user's data folder."""
     base = os.environ.get("AGENTMODES_MEMORY")
     if base:
-        return Path(base).expanduser()
+        return base if "://" in base else str(Path(base).expanduser())
     data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return data / "agentmodes" / "memory.db"
+    return str(data / "agentmodes" / "memory.db")
 
 
 def _kind(kind: str, task: str) -> str:
@@ -89,9 +90,9 @@ def reflect(
         "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM")),
     kind: str = typer.Option("auto", "--kind", help="auto | code | text"),
     focus: Optional[str] = typer.Option(None, "--focus", help="What the reviewer looks for."),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=(
-        "reflexion: SQLite file of the lessons per task (default $AGENTMODES_MEMORY or "
-        "~/.local/share/agentmodes/memory.db)")),
+    memory: Optional[str] = typer.Option(None, "--memory", help=(
+        "reflexion: file or postgresql:// URL of the lessons per task (default "
+        "$AGENTMODES_MEMORY or ~/.local/share/agentmodes/memory.db)")),
     no_memory: bool = typer.Option(False, "--no-memory", help="reflexion: keep lessons in this "
                                    "run only"),
     evaluator: str = typer.Option("auto", "--evaluator", help=(
@@ -99,7 +100,7 @@ def reflect(
         "that must all pass: tests, reviewer, heuristic (seed 004's rule; needs --kb)")),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="heuristic: most steps a "
                                   "trial may take"),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
+    kb: Optional[str] = typer.Option(None, "--kb", help="Answer with an agent over this "
                                       "knowledge base; the loop works on its final answer."),
     mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact"),
     as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
@@ -146,7 +147,7 @@ def reflect(
                        intro)
 
 
-def _evaluator_names(text: str, kb: Optional[Path]) -> list[str]:
+def _evaluator_names(text: str, kb: Optional[str]) -> list[str]:
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in EVALUATORS]
     if not names or unknown:
@@ -174,7 +175,7 @@ def _judge(names: list[str], tests: Any, reviewer: Any, max_steps: int) -> Any:
 
 
 @contextmanager
-def _actor(model: Any, kind: str, kb: Optional[Path], mode: str):
+def _actor(model: Any, kind: str, kb: Optional[str], mode: str):
     """A prompt actor, or an agent over the knowledge base (closed afterwards)."""
     from ..modes.actors import AgentActor, LLMActor
 
@@ -193,16 +194,17 @@ def _actor(model: Any, kind: str, kb: Optional[Path], mode: str):
 
 
 def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
-               memory: Optional[Path], no_memory: bool, view: "ReflectView",
+               memory: Optional[str], no_memory: bool, view: "ReflectView",
                intro: list[dict]) -> None:
     from ..modes.reflexion import Reflexion
 
     store = None
     if not no_memory:
         from ..store.memory import ReflexionMemoryStore
-        path = memory or default_memory_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        store = ReflexionMemoryStore(path)
+        location = memory or default_memory_path()
+        if "://" not in location:
+            Path(location).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        store = ReflexionMemoryStore(location)
     try:
         events = Reflexion(model, actor, judge, max_trials=trials, memory=store).stream(task)
         view.show(intro, events)

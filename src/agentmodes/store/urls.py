@@ -124,6 +124,7 @@ def connect(url: PostgresURL, **kwargs: Any) -> Any:
 def connection_problem(err: BaseException, display: str) -> str:
     """libpq's (multi-line) complaint as one line that starts with what went wrong."""
     detail = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    detail = detail.removeprefix("connection is bad: ")       # psycopg's own preamble
     lowered = detail.lower()
     if "password authentication failed" in lowered or "no password supplied" in lowered \
             or ("role" in lowered and "does not exist" in lowered):
