@@ -28,8 +28,8 @@ class ChatbotSettings(BaseModel):
     act_system_prompt: Optional[str] = None
     react_system_prompt: Optional[str] = None
     reflact_system_prompt: Optional[str] = None
-    # "auto" picks German or English prompts from the query's language.
-    language: Literal["auto", "de", "en"] = "auto"
+    # "auto" picks German, English or Chinese prompts from the query's language.
+    language: Literal["auto", "de", "en", "zh"] = "auto"
     project_url: str = ""
     search_k: int = Field(5, ge=1, le=50)
     # Hits at or above this KB confidence let a mode answer without searching further

@@ -25,7 +25,7 @@ MODES = ("act", "react", "reflact")
 TASK_TYPES = ("lookup", "multihop")
 Mode = Literal["act", "react", "reflact"]
 TaskType = Literal["lookup", "multihop"]
-Language = Literal["auto", "de", "en"]
+Language = Literal["auto", "de", "en", "zh"]
 CONTEXT_MAX_CHARS = 12_000     # piped context beyond this is cut (about 3k tokens)
 MODE_HELP = ("act: actions only; react: thought, then action; reflact: reflection on the "
              "state relative to the goal, then action.")
@@ -182,7 +182,7 @@ class TraceView:
         self.out.print()
         cited = [s for s in e["sources"] if s.get("cited")] or e["sources"]
         if cited:
-            self.out.print("\nSources:" if not _german(e) else "\nQuellen:")
+            self.out.print({"de": "\nQuellen:", "zh": "\n来源："}.get(_language(e), "\nSources:"))
             for s in cited:
                 self.out.print(f"[{s['index']}] {s['title']} ({s['source']})", markup=False)
         usage = e.get("usage") or {}
@@ -192,6 +192,6 @@ class TraceView:
                        + (", adaptive exit" if e.get("adaptive_exit") else "") + "[/]")
 
 
-def _german(done: dict) -> bool:
+def _language(done: dict) -> str:
     from ..prompts import detect_language
-    return detect_language(done.get("goal") or "") == "de"
+    return detect_language(done.get("goal") or "")

@@ -89,7 +89,11 @@ def reflect(
     llm: Optional[str] = typer.Option(None, "--llm", help=(
         "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM")),
     kind: str = typer.Option("auto", "--kind", help="auto | code | text"),
-    focus: Optional[str] = typer.Option(None, "--focus", help="What the reviewer looks for."),
+    focus: Optional[str] = typer.Option(None, "--focus", help=(
+        "What the reviewer looks for; 'efficiency' is seed 001's reviewer for code (strict, "
+        "time complexity, a better algorithm such as a sieve, 'no improvement needed' only "
+        "when optimal)")),
+    language: str = typer.Option("auto", "--language", help="auto | de | en | zh (prompts)"),
     memory: Optional[str] = typer.Option(None, "--memory", help=(
         "reflexion: file or postgresql:// URL of the lessons per task (default "
         "$AGENTMODES_MEMORY or ~/.local/share/agentmodes/memory.db)")),
@@ -126,6 +130,8 @@ def reflect(
         raise fail(f"unknown kind {kind!r} (choose {', '.join(KINDS)})")
     if not 0 <= max_iterations <= 20 or (strategy == "reflexion" and max_iterations < 1):
         raise fail("--max-iterations must be between 0 (1 for reflexion) and 20")
+    if language not in ("auto", "de", "en", "zh"):
+        raise fail(f"unknown language {language!r} (choose auto, de, en or zh)")
     if kb is not None and mode not in ("act", "react", "reflact"):
         raise fail(f"unknown mode {mode!r} (choose act, react or reflact)")
     judges = _evaluator_names(evaluator, kb)
@@ -135,16 +141,17 @@ def reflect(
     view = ReflectView(as_json)
     test_suite, intro = _tests_evaluator(tests, kind, task, model)
     view.extra_usage(intro)
-    with _actor(model, kind, kb, mode) as actor:
+    with _actor(model, kind, kb, mode, language) as actor:
         if strategy == "reflection":
             events = Reflection(model, actor, kind=kind, max_iterations=max_iterations,
-                                focus=focus, evaluator=test_suite).stream(task)
+                                focus=focus, evaluator=test_suite,
+                                language=language).stream(task)
             view.show(intro, events)
         else:
-            judge = _judge(judges, test_suite, lambda: Reviewer(model, kind=kind, focus=focus),
-                           max_steps)
+            judge = _judge(judges, test_suite, lambda: Reviewer(model, kind=kind, focus=focus,
+                                                                language=language), max_steps)
             _reflexion(model, actor, judge, task, max_iterations, memory, no_memory, view,
-                       intro)
+                       intro, language)
 
 
 def _evaluator_names(text: str, kb: Optional[str]) -> list[str]:
@@ -175,12 +182,12 @@ def _judge(names: list[str], tests: Any, reviewer: Any, max_steps: int) -> Any:
 
 
 @contextmanager
-def _actor(model: Any, kind: str, kb: Optional[str], mode: str):
+def _actor(model: Any, kind: str, kb: Optional[str], mode: str, language: str = "auto"):
     """A prompt actor, or an agent over the knowledge base (closed afterwards)."""
     from ..modes.actors import AgentActor, LLMActor
 
     if kb is None:
-        yield LLMActor(model, kind=kind)
+        yield LLMActor(model, kind=kind, language=language)
         return
     from ..knowledge.base import KnowledgeBase
     from ..settings import ChatbotSettings
@@ -188,14 +195,15 @@ def _actor(model: Any, kind: str, kb: Optional[str], mode: str):
 
     base = KnowledgeBase.open(kb_path(kb), create=False)
     try:
-        yield AgentActor(llm=model, knowledge=base, settings=ChatbotSettings(agent_mode=mode))
+        yield AgentActor(llm=model, knowledge=base, language=language,
+                         settings=ChatbotSettings(agent_mode=mode, language=language))
     finally:
         base.close()
 
 
 def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
                memory: Optional[str], no_memory: bool, view: "ReflectView",
-               intro: list[dict]) -> None:
+               intro: list[dict], language: str = "auto") -> None:
     from ..modes.reflexion import Reflexion
 
     store = None
@@ -206,7 +214,8 @@ def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
             Path(location).expanduser().parent.mkdir(parents=True, exist_ok=True)
         store = ReflexionMemoryStore(location)
     try:
-        events = Reflexion(model, actor, judge, max_trials=trials, memory=store).stream(task)
+        events = Reflexion(model, actor, judge, max_trials=trials, memory=store,
+                           language=language).stream(task)
         view.show(intro, events)
     finally:
         if store is not None:

@@ -261,6 +261,15 @@ class KnowledgeBase:
         found = self._store.list_documents(doc_id)
         return _document_info(*found[0]) if found else None
 
+    def remove_document(self, doc_id: int) -> bool:
+        """Delete one document with its chunks (`agentmodes docs rm`); False if absent.
+        A later ingest of the same file adds it again."""
+        info = self.document(doc_id)
+        if info is None or not self._store.remove_document(info.path):
+            return False
+        self._store.prune_vectors()
+        return True
+
     def passages(self, doc_id: int, offset: int = 0, limit: int | None = None) -> list[Passage]:
         """The document's passages in reading order, `limit` of them from `offset`."""
         rows = self._store.chunks_of(doc_id, max(offset, 0), -1 if limit is None else limit)

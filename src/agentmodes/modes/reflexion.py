@@ -23,6 +23,7 @@ from typing import Any, Iterator, Optional
 from ..errors import AgentModesError
 from ..events import Event, Usage, final_event, status
 from ..evaluators.base import Evaluation
+from ..evaluators.heuristics import as_evaluator
 from ..llm.base import ChatModel
 from ..store.memory import DEFAULT_K, InProcessMemory
 from .actors import Actor, Previous
@@ -73,7 +74,7 @@ class Reflexion:
                                   "or a function that judges the attempt")
         self.llm = llm
         self.actor = actor
-        self.evaluator = evaluator
+        self.evaluator = as_evaluator(evaluator)     # a plain function judges too
         self.max_trials = max_trials
         self.memory = memory if memory is not None else InProcessMemory(keep=k)
         self.k = k

@@ -16,13 +16,13 @@ Mode = Literal["act", "react", "reflact"]
 class ChatbotCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100)
     description: str = ""
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class ChatbotUpdate(BaseModel):
     description: Optional[str] = None
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: Optional[dict[str, Any]] = None
 
 
