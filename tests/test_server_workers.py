@@ -97,6 +97,20 @@ def test_processes_started_by_hand_share_chatbots_conversations_and_jobs(pg_url,
         assert "9 Uhr" in served.text
 
 
+def test_a_new_chatbots_knowledge_base_lives_in_the_chat_database(pg_url, setup, embeddings):
+    with _serve(pg_url, setup) as a, _serve(pg_url, setup) as b:
+        bot = httpx.post(f"{a}/api/chatbots", json={"name": "fahrplan"}, timeout=30).json()
+        files = [("files", ("bus.md", "# Bus\n\nDer Bus 12 fährt um 7 Uhr.\n".encode(),
+                            "text/markdown"))]
+        job = httpx.post(f"{b}/api/chatbots/fahrplan/documents", files=files, timeout=30).json()
+        assert _wait_job(a, job["id"])["status"] == "done"
+    # No KB file anywhere: the chatbot's KB is a schema of the chat database.
+    assert not list(Path(setup["env"]["AGENTMODES_DATA_DIR"]).glob("**/*.db"))
+    with KnowledgeBase.open(f"{pg_url}&kb=chatbot-{bot['id']}", create=False,
+                            embedder=embeddings.embedder()) as kb:
+        assert kb.search("Bus 12", mode="hybrid", k=1)[0].title == "Bus"
+
+
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []

@@ -27,6 +27,7 @@ from .review_pass import review_answer
 from .settings import ChatbotSettings
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
                          IngestJob, StoredMessage)
+from .store.urls import is_postgres, kb_url
 
 log = logging.getLogger("agentmodes.service")
 
@@ -34,6 +35,7 @@ LLMFactory = Callable[[], Any]
 AgentFactory = Callable[..., Any]        # (llm=, knowledge=, settings=) -> agent with .stream
 KBOpener = Callable[[str], Any]          # path -> KnowledgeBase
 SECRET_SETTINGS = ("tavily_api_key",)
+IN_CHAT_DATABASE = "chat-database:"     # kb_path of a KB kept inside the chat database
 MAX_REFLECTION_ROUNDS = 3
 
 
@@ -111,11 +113,24 @@ class AgentChatService:
         bot = self.store.create_chatbot(name, valid.model_dump(), kb_path=kb_path,
                                         language=valid.language, description=description)
         if kb_path is None:
-            # Each chatbot gets its own knowledge base next to the chat database.
-            path = self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            bot = self.store.update_chatbot(name, kb_path=str(path))
+            bot = self.store.update_chatbot(name, kb_path=self._new_kb_location(bot))
         return bot
+
+    def _new_kb_location(self, bot: Chatbot) -> str:
+        """Each chatbot gets its own knowledge base: in the chat database itself when that
+        is PostgreSQL (recorded as `IN_CHAT_DATABASE` + name, so that every worker opens it
+        with its own connection string), else a file next to the chat database."""
+        if is_postgres(self.store.location or ""):
+            return f"{IN_CHAT_DATABASE}chatbot-{bot.id}"
+        path = self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return str(path)
+
+    def kb_location(self, kb_path: str) -> str:
+        """Where a recorded kb_path is: a file, a URL, or a KB inside the chat database."""
+        if kb_path.startswith(IN_CHAT_DATABASE):
+            return kb_url(self.store.location or "", kb_path[len(IN_CHAT_DATABASE):])
+        return kb_path
 
     def ensure_chatbot(self, name: str, *, kb_path: Optional[str] = None,
                        settings: dict | None = None) -> Chatbot:
@@ -166,7 +181,7 @@ class AgentChatService:
         with self._kb_lock:
             kb = self._kbs.get(bot.kb_path)
             if kb is None:
-                kb = self._kbs[bot.kb_path] = self.kb_opener(bot.kb_path)
+                kb = self._kbs[bot.kb_path] = self.kb_opener(self.kb_location(bot.kb_path))
             return kb
 
     # conversations ----------------------------------------------------------------------

@@ -186,13 +186,16 @@ def _job(row) -> IngestJob:
 class ChatStore(JobQueue):
     """The persistence face of the chat service. Open with a file path or SQLAlchemy URL."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, location: Optional[str] = None):
         self.engine = engine
+        # Where it was opened (path or URL, password included): a chatbot's KB made inside
+        # a PostgreSQL chat database is opened on the same connection string.
+        self.location = location
         prepare_schema(engine)      # migrations: one process upgrades, the others wait
 
     @classmethod
     def open(cls, path_or_url: str) -> "ChatStore":
-        return cls(make_engine(path_or_url))
+        return cls(make_engine(path_or_url), str(path_or_url))
 
     def close(self) -> None:
         self.engine.dispose()

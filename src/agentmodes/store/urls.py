@@ -89,6 +89,16 @@ def parse_postgres(url: str) -> PostgresURL:
     return PostgresURL(conninfo, kb, redact(conninfo if kb is None else text))
 
 
+def kb_url(database: str, name: str) -> str:
+    """The URL of knowledge base `name` inside the database at `database`."""
+    if not is_postgres(database):
+        raise ConfigError(f"a knowledge base inside the chat database needs a PostgreSQL "
+                          f"chat database, not {redact(database)}")
+    if not KB_NAME.fullmatch(name):
+        raise ConfigError(f"knowledge base name {name!r} is not valid")
+    return _with_parameter(parse_postgres(database).conninfo, KB_PARAMETER, name)
+
+
 def _with_parameter(uri: str, key: str, value: str) -> str:
     base, _, query = uri.partition("?")
     items = [i for i in query.split("&") if i and i.partition("=")[0] != key]
