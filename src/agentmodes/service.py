@@ -23,6 +23,7 @@ from .errors import AgentModesError, ConfigError
 from .events import Event
 from .review_pass import review_answer
 from .settings import ChatbotSettings
+from .structured_answer import check_schema, schema_of, structure_answer
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
                          IngestJob, StoredMessage)
 
@@ -193,19 +194,23 @@ class AgentChatService:
 
     def stream(self, chatbot: str, query: str, *, conversation_id: Optional[str] = None,
                mode: Optional[str] = None, history: Optional[list[dict]] = None,
-               reflect: int = 0) -> Iterator[Event]:
+               reflect: int = 0, response_format: Optional[dict] = None) -> Iterator[Event]:
         """Run one question and yield its events; the answer is stored before `done` is yielded.
 
         Closing the generator early (client gone) closes the agent's stream — and with it
         the LLM request — and stores the partial answer as `cancelled`. `history` overrides
         the stored conversation (the OpenAI-compatible API sends its own). `reflect` > 0
         adds that many Reflection rounds (critique, refine) over the mode's answer.
+        `response_format` (OpenAI's json_object / json_schema) turns the final answer into
+        JSON of that shape (structured_answer.py); it is what is stored and yielded.
         """
         if not 0 <= reflect <= MAX_REFLECTION_ROUNDS:
             raise ConfigError(f"reflect takes 0 to {MAX_REFLECTION_ROUNDS} rounds, not {reflect}")
         query = (query or "").strip()
         if not query:
             raise ConfigError("the question is empty")
+        if response_format:
+            check_schema(schema_of(response_format))
         bot = self.store.get_chatbot(chatbot)
         settings = self.settings_for(bot, mode)
         if conversation_id:
@@ -217,10 +222,11 @@ class AgentChatService:
             conv = self.store.create_conversation(bot, title=query[:80])
         if history is None:
             history = self.history(conv.id)
-        return self._run(bot, settings, conv, query, history, reflect)
+        return self._run(bot, settings, conv, query, history, reflect, response_format)
 
     def _run(self, bot: Chatbot, settings: ChatbotSettings, conv: Conversation, query: str,
-             history: list[dict], reflect: int) -> Iterator[Event]:
+             history: list[dict], reflect: int,
+             response_format: Optional[dict] = None) -> Iterator[Event]:
         recorder = TraceRecorder(settings.agent_mode)
         events: Optional[Iterator[Event]] = None
         outcome, error = "cancelled", None
@@ -244,6 +250,8 @@ class AgentChatService:
                             break
                         recorder.add(step)
                         yield step
+                if event.get("done") and response_format:
+                    event = structure_answer(llm, query, event, response_format)
                 recorder.add(event)
                 if event.get("done"):
                     stored = self._save(conv, recorder, "complete")
