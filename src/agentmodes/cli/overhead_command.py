@@ -35,12 +35,3 @@ def overhead(
     wrote(*write_results(results_dir(out_dir), "overhead", report, table))
     typer.echo(table)
 
-
-@bench_app.command("formats")
-def formats(out_dir: Optional[Path] = OUT_OPTION) -> None:
-    """Our docx/pptx/xlsx/epub/csv readers against markitdown on the same files."""
-    from ..bench.formats import run_formats
-
-    report, table = run_formats(out_dir)
-    wrote(results_dir(out_dir) / "formats.json", results_dir(out_dir) / "formats.md")
-    typer.echo(table)
