@@ -18,23 +18,15 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from kb_fixtures import examples_kb, scripted_replies  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def kb_file(tmp_path_factory):
-    from agentmodes.knowledge.base import KnowledgeBase
-
-    path = tmp_path_factory.mktemp("mcp") / "kb.db"
-    with KnowledgeBase.open(path) as base:
-        base.ingest(EXAMPLES, embed=False)
-    return path
+    return examples_kb(tmp_path_factory.mktemp("mcp") / "kb.db")
 
 
-def replies(tmp_path: Path, items) -> Path:
-    path = tmp_path / "replies.json"
-    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
-    return path
+replies = scripted_replies
 
 
 def server_args(kb: Path, *extra: str) -> list[str]:
