@@ -181,7 +181,17 @@ class AgentChatService:
                                          language=merged["language"] if merged else None)
 
     def delete_chatbot(self, name: str) -> None:
+        """Delete the chatbot with its conversations, documents and jobs; a KB the service
+        made for it inside the chat database goes too (a KB given by path or URL stays)."""
+        bot = self.store.get_chatbot(name)
         self.store.delete_chatbot(name)
+        if bot.kb_path and bot.kb_path.startswith(IN_CHAT_DATABASE):
+            with self._kb_lock:
+                kb = self._kbs.pop(bot.kb_path, None)
+            if kb is not None and hasattr(kb, "close"):
+                kb.close()
+            from .knowledge.backends.postgres_schema import drop_kb
+            drop_kb(self.kb_location(bot.kb_path))
 
     def upload_dir(self, bot: Chatbot) -> Path:
         path = self.data_dir / "uploads" / f"chatbot-{bot.id}"
