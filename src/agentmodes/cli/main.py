@@ -93,6 +93,7 @@ def _register() -> None:
     from . import chat_command  # noqa: F401  chat
     from . import mcp_command  # noqa: F401  mcp
     from . import formats_command  # noqa: F401  bench formats
+    from . import compare_command  # noqa: F401  compare
 
 
 def _error(message: str, code: int) -> None:
