@@ -162,3 +162,20 @@ def test_an_unreachable_mcp_server_is_an_observation_not_a_crash(tmp_path):
     observation = next(e for e in events if e.get("status") == "observation")
     assert observation["error"] and "could not be reached" in observation["result_preview"]
     assert events[-1]["done"] is True
+
+
+def test_server_side_settings_guard_commands_and_mask_mcp_secrets(monkeypatch):
+    from agentmodes.errors import ConfigError
+    from agentmodes.service import public_settings, validate_settings
+
+    stdio = {"mcp_servers": [{"name": "shell", "command": "sh", "args": ["-c", "id"]}]}
+    monkeypatch.delenv("AGENTMODES_MCP_COMMANDS", raising=False)
+    with pytest.raises(ConfigError, match="AGENTMODES_MCP_COMMANDS=1"):
+        validate_settings(stdio)                 # what the REST API validates chatbots with
+    monkeypatch.setenv("AGENTMODES_MCP_COMMANDS", "1")
+    assert validate_settings(stdio).mcp_servers[0].command == "sh"
+    http = validate_settings({"mcp_servers": [{"name": "crm", "url": "https://crm/mcp",
+                                               "headers": {"Authorization": "Bearer s3cret"}}]})
+    shown = public_settings(http.model_dump())
+    assert shown["mcp_servers"][0]["headers"] == {"Authorization": "***"}
+    assert "s3cret" not in json.dumps(shown)
