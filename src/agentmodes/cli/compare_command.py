@@ -161,7 +161,7 @@ def compare(
     finally:
         base.close()
     view.stop()
-    summary = summarize(records, comparison.variants)
+    summary = summarize([r.as_dict() for r in records], comparison.variants)
     if as_json:
         for row in summary:
             output.emit("summary", row)
@@ -174,3 +174,4 @@ def compare(
         raise fail(f"{len(failed)} of {len(records)} runs failed (first: "
                    f"{failed[0].variant} on question {failed[0].question.index}: "
                    f"{failed[0].figures.error})", RUNTIME)
+

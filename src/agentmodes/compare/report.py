@@ -26,38 +26,42 @@ def _share(values: Sequence[Optional[bool]]) -> Optional[float]:
     return round(sum(known) / len(known), 4) if known else None
 
 
-def summarize(records: Sequence[RunRecord], variants: Sequence[str]) -> list[dict[str, Any]]:
-    rows = []
+def summarize(rows: Sequence[dict], variants: Sequence[str]) -> list[dict[str, Any]]:
+    """One summary per variant from the rows as `RunRecord.as_dict()` gives them (also as
+    read back from a run log)."""
+    out = []
     for variant in variants:
-        mine = [r for r in records if r.variant == variant]
-        ok = [r for r in mine if not r.figures.error]
-        steps = [c for r in ok for c in r.figures.step_calls()]
-        figs = [r.figures for r in ok]
+        mine = [r for r in rows if r["variant"] == variant]
+        ok = [r for r in mine if not r.get("error")]
+        steps = [c for r in ok for c in r.get("calls") or () if c["kind"] == "step"]
+
+        def mean_of(key: str) -> Optional[float]:
+            return _mean([float(r.get(key) or 0) for r in ok])
+
         row: dict[str, Any] = {
             "variant": variant, "questions": len(mine), "errors": len(mine) - len(ok),
-            "iterations_per_question": _mean([f.iterations for f in figs]),
-            "llm_calls_per_question": _mean([f.llm_calls for f in figs]),
-            "prompt_tokens_per_question": _mean([f.prompt_tokens for f in figs]),
-            "completion_tokens_per_question": _mean([f.completion_tokens for f in figs]),
-            "tokens_per_question": _mean([f.total_tokens for f in figs]),
+            "iterations_per_question": mean_of("iterations"),
+            "llm_calls_per_question": mean_of("llm_calls"),
+            "prompt_tokens_per_question": mean_of("prompt_tokens"),
+            "completion_tokens_per_question": mean_of("completion_tokens"),
+            "tokens_per_question": mean_of("total_tokens"),
             "step_calls": len(steps),
-            "prompt_tokens_per_step": _mean([c.prompt_tokens for c in steps]),
-            "completion_tokens_per_step": _mean([c.completion_tokens for c in steps]),
-            "wall_s_per_question": _mean([f.wall_s for f in figs]),
-            "adaptive_exits": sum(f.adaptive_exit for f in figs),
-            "max_iterations_reached": sum(f.max_iterations_reached for f in figs),
-            "parse_errors": sum(f.parse_errors for f in figs),
-            "sources_cited_per_question": _mean([f.sources_cited for f in figs]),
-            "reflection_rounds_per_question": _mean([f.reflection_rounds for f in figs])
+            "prompt_tokens_per_step": _mean([c["prompt_tokens"] for c in steps]),
+            "completion_tokens_per_step": _mean([c["completion_tokens"] for c in steps]),
+            "wall_s_per_question": mean_of("wall_s"),
+            "adaptive_exits": sum(bool(r.get("adaptive_exit")) for r in ok),
+            "max_iterations_reached": sum(bool(r.get("max_iterations_reached")) for r in ok),
+            "parse_errors": sum(int(r.get("parse_errors") or 0) for r in ok),
+            "sources_cited_per_question": mean_of("sources_cited"),
+            "reflection_rounds_per_question": mean_of("reflection_rounds")
             if "+" in variant else None,
         }
         for key in ("em", "gold_in_answer", "judge_grounded", "judge_complete"):
-            values = [r.scores.get(key) for r in ok if key in r.scores]
+            values = [r.get(key) for r in ok if key in r]
             row[key] = _share(values) if values else None
-        f1 = [float(r.scores["f1"]) for r in ok if "f1" in r.scores]
-        row["f1"] = _mean(f1)
-        rows.append(row)
-    return rows
+        row["f1"] = _mean([float(r["f1"]) for r in ok if "f1" in r])
+        out.append(row)
+    return out
 
 
 # -- the columns every form of the report shows ------------------------------------------
@@ -114,6 +118,10 @@ RUN_JUDGE = [Col("judge_grounded", "judge: grounded", _flag),
 def quality_columns(records: Sequence[RunRecord], *, per_run: bool) -> list[Col]:
     gold = any("em" in r.scores for r in records)
     judged = any("judge_grounded" in r.scores for r in records)
+    return quality_of(gold, judged, per_run=per_run)
+
+
+def quality_of(gold: bool, judged: bool, *, per_run: bool) -> list[Col]:
     if per_run:
         return (RUN_GOLD if gold else []) + (RUN_JUDGE if judged else [])
     return (GOLD_COLUMNS if gold else []) + (JUDGE_COLUMNS if judged else [])
