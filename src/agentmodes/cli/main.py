@@ -93,6 +93,7 @@ def _register(argv: list[str] | None = None) -> None:
     from . import docs_command  # noqa: F401  docs list, show, rm
     from . import chat_command  # noqa: F401  chat
     from . import mcp_command  # noqa: F401  mcp
+    from . import compare_command  # noqa: F401  compare
     if argv is None or next((a for a in argv if not a.startswith("-")), None) == "bench":
         from . import bench_commands  # noqa: F401  bench humaneval, mbpp, retrieval, server
         from . import overhead_command  # noqa: F401  bench overhead
