@@ -121,3 +121,14 @@ def test_ask_in_chinese(kb_file, tmp_path):
     assert forced.returncode == 0, forced.stderr
     bad = ask(QUESTION, "--kb", str(kb_file), "--llm", llm, "--language", "fr")
     assert bad.returncode == 2 and "'auto', 'de', 'en', 'zh'" in bad.stderr
+
+
+def test_ask_plan_and_solve_shows_the_plan(kb_file, tmp_path):
+    llm = replies(tmp_path, ["PLAN:\n1. Öffnungszeiten suchen\n2. Antworten",
+                             'THOUGHT: Schritt 1\nACTION: lexical_search("Öffnungszeiten")',
+                             "THOUGHT: fertig\nFINAL ANSWER: Mo-Fr 9-18 Uhr [1]"])
+    result = ask(QUESTION, "--kb", str(kb_file), "--llm", llm, "--mode", "plan-and-solve")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Mo-Fr 9-18 Uhr [1]")
+    assert "PLAN:\n  1. Öffnungszeiten suchen\n  2. Antworten" in result.stderr
+    assert "plan step 1: Öffnungszeiten suchen" in result.stderr

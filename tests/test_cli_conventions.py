@@ -16,8 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentmodes.rich_tables import print_table
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from kb_fixtures import examples_kb, scripted_replies
 
 
 def cli(*args: str, stdin: str | None = None, env_extra: dict | None = None,
@@ -31,18 +30,11 @@ def cli(*args: str, stdin: str | None = None, env_extra: dict | None = None,
 
 @pytest.fixture(scope="module")
 def kb_file(tmp_path_factory):
-    from agentmodes.knowledge.base import KnowledgeBase
-
-    path = tmp_path_factory.mktemp("conventions") / "examples.db"
-    with KnowledgeBase.open(path) as base:
-        base.ingest(EXAMPLES, embed=False)
-    return path
+    return examples_kb(tmp_path_factory.mktemp("conventions") / "examples.db")
 
 
 def replies(tmp_path: Path, items) -> str:
-    path = tmp_path / "replies.json"
-    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
-    return f"scripted:{path}"
+    return f"scripted:{scripted_replies(tmp_path, items)}"
 
 
 def test_version():
@@ -128,7 +120,7 @@ def test_exit_codes_runtime_one_usage_two(kb_file, tmp_path):
 def test_help_shows_choices_and_examples_not_types():
     done = cli("ask", "--help")
     assert done.returncode == 0
-    assert "<act|react|reflact>" in done.stdout and "<lookup|multihop>" in done.stdout
+    assert "<act|react|reflact|plan-and-solve>" in done.stdout and "<lookup|multihop>" in done.stdout
     assert "Examples:" in done.stdout and 'cat notes.md | agentmodes ask' in done.stdout
     assert "<bool>" not in done.stdout
     search = cli("search", "--help").stdout
@@ -153,7 +145,7 @@ def test_completion_scripts(shell, marker):
 def test_completion_offers_commands_and_choices():
     env = {"_AGENTMODES_COMPLETE": "complete_bash", "COMP_WORDS": "agentmodes ask x --mode ",
            "COMP_CWORD": "4"}
-    assert cli(env_extra=env).stdout.split() == ["act", "react", "reflact"]
+    assert cli(env_extra=env).stdout.split() == ["act", "react", "reflact", "plan-and-solve"]
     env.update(COMP_WORDS="agentmodes se", COMP_CWORD="1")
     assert set(cli(env_extra=env).stdout.split()) == {"search", "serve"}
 

@@ -36,7 +36,7 @@ def llm():
     return load_llm(None)       # cached per process and shared: not closed here
 
 
-@pytest.mark.parametrize("mode", ["act", "react", "reflact"])
+@pytest.mark.parametrize("mode", ["act", "react", "reflact", "plan-and-solve"])
 def test_embedded_model_runs_every_mode_well_formed(kb, llm, mode):
     agent = Agent(llm=llm, knowledge=kb,
                   settings=ChatbotSettings(agent_mode=mode, agent_max_iterations=2))
@@ -76,3 +76,6 @@ def test_the_two_part_readme_question_gets_hours_first_then_contacts(kb, llm):
     for contact in (PHONE, EMAIL, ADDRESS):
         assert contact in answer, answer
     assert len(answer) <= MAX_CHARS
+    if mode == "plan-and-solve":                # the plan grammar makes the plan readable
+        plan = next(e for e in events if e.get("status") == "plan")
+        assert plan["plan"] and "fallback" not in plan

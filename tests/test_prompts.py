@@ -39,8 +39,8 @@ def test_language_setting_wins_over_detection():
 
 
 @pytest.mark.parametrize("lang", prompts.LANGUAGES)
-@pytest.mark.parametrize("name", ["act", "react", "reflact", "tools", "final_answer",
-                                  "parse_error", "hints", "not_found"])
+@pytest.mark.parametrize("name", ["act", "react", "reflact", "plan-and-solve", "plan_step",
+                                  "tools", "final_answer", "parse_error", "hints", "not_found"])
 def test_every_prompt_exists_in_both_languages(name, lang):
     assert prompts.load(name, lang).strip()
 
@@ -99,7 +99,8 @@ def test_chinese_reflection_parts():
 
 @pytest.mark.parametrize("name", ["draft_code", "draft_text", "review", "review_efficiency",
                                   "refine_code", "refine_text", "self_reflection", "unit_tests",
-                                  "context", "evaluation", "history", "lessons", "previous"])
+                                  "context", "evaluation", "history", "lessons", "previous",
+                                  "cot", "plan_and_solve_code", "plan_and_solve_text"])
 @pytest.mark.parametrize("lang", prompts.LANGUAGES)
 def test_every_self_correction_prompt_exists_in_every_language(name, lang):
     from importlib import resources

@@ -21,14 +21,15 @@ from . import output
 from .kb_commands import KB_HELP, kb_path
 from .main import app, fail
 
-MODES = ("act", "react", "reflact")
+MODES = ("act", "react", "reflact", "plan-and-solve")
 TASK_TYPES = ("lookup", "multihop")
-Mode = Literal["act", "react", "reflact"]
+Mode = Literal["act", "react", "reflact", "plan-and-solve"]
 TaskType = Literal["lookup", "multihop"]
 Language = Literal["auto", "de", "en", "zh"]
 CONTEXT_MAX_CHARS = 12_000     # piped context beyond this is cut (about 3k tokens)
 MODE_HELP = ("act: actions only; react: thought, then action; reflact: reflection on the "
-             "state relative to the goal, then action.")
+             "state relative to the goal, then action; plan-and-solve: a plan of steps "
+             "first, then each step with the tools.")
 TASK_HELP = "lookup, or multihop (up to agent_max_iterations + 2 iterations, at most 10)."
 LLM_HELP = ("local (default, the embedded model) | PATH.gguf | openai:MODEL | "
             "scripted:FILE.json; default $AGENTMODES_LLM.")
@@ -47,7 +48,7 @@ def ask(
                                         "it from stdin."),
     context: Optional[str] = typer.Argument(None, metavar="[-]", show_default=False,
                                             help="- after the question: stdin is context."),
-    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    kb: Optional[str] = typer.Option(None, "--kb", help=KB_HELP),
     mode: Mode = typer.Option("reflact", "--mode", help=MODE_HELP),
     task_type: TaskType = typer.Option("lookup", "--task-type", help=TASK_HELP),
     llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
@@ -154,7 +155,12 @@ class TraceView:
         if status == "starting":
             err.print(f"[bold]{e['mode']}[/] · {e.get('goal', '')}", markup=True)
         elif status == "iteration":
-            err.rule(f"Iteration {e['iteration']}/{e['max']}", style="dim")
+            step = f" · plan step {e['plan_step']}: {e['plan_text']}" if "plan_step" in e else ""
+            err.rule(f"Iteration {e['iteration']}/{e['max']}{step}", style="dim")
+        elif status == "plan":
+            err.print("[cyan]PLAN:[/]")
+            for n, text in enumerate(e["plan"], start=1):
+                err.print(f"  {n}. {text}", markup=False)
         elif status == "action":
             note = " [dim](answer without sources: searching first)[/]" if e.get("forced") else ""
             err.print(f"[yellow]ACTION:[/] {e['action']}("

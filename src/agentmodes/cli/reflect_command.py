@@ -28,17 +28,19 @@ from .main import app, fail
 
 STRATEGIES = ("reflection", "reflexion")
 EVALUATORS = ("auto", "tests", "reviewer", "heuristic")
+ACTORS = ("direct", "cot", "plan-and-solve")
 KINDS = ("auto", "code", "text")
 _CODE_WORDS = re.compile(r"\b(python|function|code|program|script|implement|class|"
                          r"funktion|programm|skript)\b", re.IGNORECASE)
 
 
-def default_memory_path() -> Path:
+def default_memory_path() -> str:
+    """$AGENTMODES_MEMORY (a file or a postgresql:// URL), else the user's data folder."""
     base = os.environ.get("AGENTMODES_MEMORY")
     if base:
-        return Path(base).expanduser()
+        return base if "://" in base else str(Path(base).expanduser())
     data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return data / "agentmodes" / "memory.db"
+    return str(data / "agentmodes" / "memory.db")
 
 
 def _kind(kind: str, task: str) -> str:
@@ -93,9 +95,12 @@ def reflect(
         "time complexity, a better algorithm such as a sieve, 'no improvement needed' only "
         "when optimal)")),
     language: str = typer.Option("auto", "--language", help="auto | de | en | zh (prompts)"),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=(
-        "reflexion: SQLite file of the lessons per task (default $AGENTMODES_MEMORY or "
-        "~/.local/share/agentmodes/memory.db)")),
+    actor: str = typer.Option("direct", "--actor", help=(
+        "without --kb, who writes the attempts: direct (one prompt), cot (chain-of-thought: "
+        "reasoning, then the answer), plan-and-solve (a plan, then the solution)")),
+    memory: Optional[str] = typer.Option(None, "--memory", help=(
+        "reflexion: file or postgresql:// URL of the lessons per task (default "
+        "$AGENTMODES_MEMORY or ~/.local/share/agentmodes/memory.db)")),
     no_memory: bool = typer.Option(False, "--no-memory", help="reflexion: keep lessons in this "
                                    "run only"),
     evaluator: str = typer.Option("auto", "--evaluator", help=(
@@ -103,9 +108,10 @@ def reflect(
         "that must all pass: tests, reviewer, heuristic (seed 004's rule; needs --kb)")),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="heuristic: most steps a "
                                   "trial may take"),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
+    kb: Optional[str] = typer.Option(None, "--kb", help="Answer with an agent over this "
                                       "knowledge base; the loop works on its final answer."),
-    mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact"),
+    mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact | "
+                             "plan-and-solve (the agent that writes the first attempt)"),
     as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
     quiet: bool = output.QUIET_OPTION,
 ) -> None:
@@ -129,18 +135,20 @@ def reflect(
         raise fail(f"unknown kind {kind!r} (choose {', '.join(KINDS)})")
     if not 0 <= max_iterations <= 20 or (strategy == "reflexion" and max_iterations < 1):
         raise fail("--max-iterations must be between 0 (1 for reflexion) and 20")
+    if actor not in ACTORS:
+        raise fail(f"unknown actor {actor!r} (choose {', '.join(ACTORS)})")
     if language not in ("auto", "de", "en", "zh"):
         raise fail(f"unknown language {language!r} (choose auto, de, en or zh)")
-    if kb is not None and mode not in ("act", "react", "reflact"):
-        raise fail(f"unknown mode {mode!r} (choose act, react or reflact)")
+    if kb is not None and mode not in ("act", "react", "reflact", "plan-and-solve"):
+        raise fail(f"unknown mode {mode!r} (choose act, react, reflact or plan-and-solve)")
     judges = _evaluator_names(evaluator, kb)
-    kind = "text" if kb is not None else _kind(kind, task)
+    kind = "text" if kb is not None or actor == "cot" else _kind(kind, task)
     output.set_quiet(quiet)
     model = load_llm(llm)
     view = ReflectView(as_json)
     test_suite, intro = _tests_evaluator(tests, kind, task, model)
     view.extra_usage(intro)
-    with _actor(model, kind, kb, mode, language) as actor:
+    with _actor(model, kind, kb, mode, language, actor) as actor:
         if strategy == "reflection":
             events = Reflection(model, actor, kind=kind, max_iterations=max_iterations,
                                 focus=focus, evaluator=test_suite,
@@ -153,7 +161,7 @@ def reflect(
                        intro, language)
 
 
-def _evaluator_names(text: str, kb: Optional[Path]) -> list[str]:
+def _evaluator_names(text: str, kb: Optional[str]) -> list[str]:
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in EVALUATORS]
     if not names or unknown:
@@ -181,12 +189,19 @@ def _judge(names: list[str], tests: Any, reviewer: Any, max_steps: int) -> Any:
 
 
 @contextmanager
-def _actor(model: Any, kind: str, kb: Optional[Path], mode: str, language: str = "auto"):
+def _actor(model: Any, kind: str, kb: Optional[str], mode: str, language: str = "auto",
+           strategy: str = "direct"):
     """A prompt actor, or an agent over the knowledge base (closed afterwards)."""
     from ..modes.actors import AgentActor, LLMActor
+    from ..modes.prompt_actors import ChainOfThoughtActor, PlanAndSolveActor
 
     if kb is None:
-        yield LLMActor(model, kind=kind, language=language)
+        if strategy == "cot":
+            yield ChainOfThoughtActor(model, language=language)
+        elif strategy == "plan-and-solve":
+            yield PlanAndSolveActor(model, kind=kind, language=language)
+        else:
+            yield LLMActor(model, kind=kind, language=language)
         return
     from ..knowledge.base import KnowledgeBase
     from ..settings import ChatbotSettings
@@ -201,16 +216,17 @@ def _actor(model: Any, kind: str, kb: Optional[Path], mode: str, language: str =
 
 
 def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
-               memory: Optional[Path], no_memory: bool, view: "ReflectView",
+               memory: Optional[str], no_memory: bool, view: "ReflectView",
                intro: list[dict], language: str = "auto") -> None:
     from ..modes.reflexion import Reflexion
 
     store = None
     if not no_memory:
         from ..store.memory import ReflexionMemoryStore
-        path = memory or default_memory_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        store = ReflexionMemoryStore(path)
+        location = memory or default_memory_path()
+        if "://" not in location:
+            Path(location).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        store = ReflexionMemoryStore(location)
     try:
         events = Reflexion(model, actor, judge, max_trials=trials, memory=store,
                            language=language).stream(task)
@@ -272,6 +288,9 @@ class ReflectView:
         elif s == "evaluation" and e.get("phase"):
             self._block(f"Unit tests ({len(e['tests'])})", "\n".join(e["tests"]), "dim")
         elif s == "draft":
+            if e.get("plan"):
+                self._block("Plan", "\n".join(f"{n}. {t}" for n, t in enumerate(e["plan"], 1)),
+                            "cyan")
             self._block(f"Draft{' (trial ' + str(e['trial']) + ')' if 'trial' in e else ''}",
                         e["content"])
         elif s == "evaluation":

@@ -231,7 +231,8 @@ class Reflection:
         current = len(memory.records)          # index of the attempt under review
         memory.add_record("execution", attempt.output, iteration=0)
         yield status("draft", iteration=0, content=attempt.output,
-                     sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
+                     sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict(),
+                     **({"plan": attempt.plan} if attempt.plan else {}))
         for i in range(1, self.max_iterations + 1):
             evaluation = self._evaluate(eval_task if eval_task is not None else task, attempt)
             if evaluation is not None:

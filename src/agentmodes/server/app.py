@@ -21,7 +21,9 @@ from ..errors import AgentModesError, ConfigError
 from ..service import AgentChatService
 from ..store.chat import ConflictError, NotFoundError
 from . import openai_compat, routes_chatbots, routes_conversations, routes_sources, routes_stream
+from . import routes_compare
 from .config import ServerConfig
+from .openai_errors import OpenAIErrorShape
 from .uploads import UploadError
 
 STATIC = Path(__file__).parent / "static"
@@ -53,6 +55,7 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
     app.include_router(routes_conversations.router)
     app.include_router(routes_sources.router)
     app.include_router(routes_stream.router)
+    app.include_router(routes_compare.router)
     app.include_router(openai_compat.router)
 
     @app.get("/api/health", tags=["server"])
@@ -67,4 +70,6 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins,
                            allow_methods=["*"], allow_headers=["*"])
+    # Added last, so outermost: errors from every other layer under /v1 get OpenAI's shape.
+    app.add_middleware(OpenAIErrorShape)
     return app

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from ..service import public_settings
 from ..store.chat import Chatbot, Conversation, IngestJob, StoredMessage
 
-Mode = Literal["act", "react", "reflact"]
+Mode = Literal["act", "react", "reflact", "plan-and-solve"]
 
 
 class ChatbotCreate(BaseModel):
