@@ -14,7 +14,6 @@ at the same place more than 3 times in a row, or more than --max-steps steps).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -24,6 +23,7 @@ from typing import Any, Optional
 
 import typer
 
+from . import output
 from .main import app, fail
 
 STRATEGIES = ("reflection", "reflexion")
@@ -102,9 +102,17 @@ def reflect(
     kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
                                       "knowledge base; the loop works on its final answer."),
     mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact"),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
+    as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
+    quiet: bool = output.QUIET_OPTION,
 ) -> None:
-    """Draft, critique and refine (reflection), or trials with lessons (reflexion)."""
+    """Draft, critique and refine (reflection), or trials with lessons (reflexion).
+
+    \b
+    Examples:
+      agentmodes reflect "Write primes_up_to(n) returning all primes in [1, n]." --tests auto
+      agentmodes reflect "..." --strategy reflexion --max-iterations 3 --json
+      agentmodes reflect "Wann hat die DG Agentur geöffnet?" --kb kb.db --kind text
+    """
     from ..llm.registry import load_llm
     from ..modes.reflection import Reflection, Reviewer
 
@@ -121,6 +129,7 @@ def reflect(
         raise fail(f"unknown mode {mode!r} (choose act, react or reflact)")
     judges = _evaluator_names(evaluator, kb)
     kind = "text" if kb is not None else _kind(kind, task)
+    output.set_quiet(quiet)
     model = load_llm(llm)
     view = ReflectView(as_json)
     test_suite, intro = _tests_evaluator(tests, kind, task, model)
@@ -208,7 +217,7 @@ class ReflectView:
     def __init__(self, as_json: bool) -> None:
         from rich.console import Console
         self.as_json = as_json
-        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True, quiet=output.quiet())
         self.out = Console(highlight=False, soft_wrap=True)
         self.before: dict[str, int] = {}
         self.started = time.perf_counter()     # wall time includes writing the tests
@@ -225,7 +234,7 @@ class ReflectView:
                 for key, value in self.before.items():
                     event["usage"][key] = event["usage"].get(key, 0) + value
             if self.as_json:
-                typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+                output.emit_event(event)
             elif event.get("done"):
                 self._done(event)
             else:

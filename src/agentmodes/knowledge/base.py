@@ -30,7 +30,7 @@ from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, index_text
 from .embedders import Embedder, get_embedder
 from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
 from .backends import Backend, open_backend
-from .types import Hit, IngestReport
+from .types import DocumentInfo, Hit, IngestReport, Passage
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
 DEFAULT_EMBED_BATCH = 32
@@ -251,6 +251,28 @@ class KnowledgeBase:
                     heading_path=row.heading_path, position=row.position, doc_id=row.doc_id)
                 for s in scored if (row := rows.get(s.chunk_id)) is not None]
 
+    # --- documents and passages (what viewers show: the web page, `agentmodes docs`) ------
+
+    def documents(self) -> list[DocumentInfo]:
+        return [_document_info(row, chunks, ingested_at)
+                for row, chunks, ingested_at in self._store.list_documents()]
+
+    def document(self, doc_id: int) -> DocumentInfo | None:
+        found = self._store.list_documents(doc_id)
+        return _document_info(*found[0]) if found else None
+
+    def passages(self, doc_id: int, offset: int = 0, limit: int | None = None) -> list[Passage]:
+        """The document's passages in reading order, `limit` of them from `offset`."""
+        rows = self._store.chunks_of(doc_id, max(offset, 0), -1 if limit is None else limit)
+        return [Passage(r.id, r.doc_id, r.position, r.title, r.heading_path, r.text)
+                for r in rows]
+
+    def passage(self, chunk_id: int) -> Passage | None:
+        row = self._store.chunks_by_id([chunk_id]).get(chunk_id)
+        if row is None:
+            return None
+        return Passage(row.id, row.doc_id, row.position, row.title, row.heading_path, row.text)
+
     # --- introspection ------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
@@ -271,3 +293,12 @@ class KnowledgeBase:
     def check(self) -> list[str]:
         """Integrity problems found in the file (empty list: consistent)."""
         return self._store.integrity_problems()
+
+
+def _document_info(row: Any, chunks: int, ingested_at: str) -> DocumentInfo:
+    # The path below the folder it was ingested from: what the user recognises, without the
+    # server's directory layout.
+    path, root = Path(row.path), Path(row.root)
+    name = path.relative_to(root).as_posix() if path.is_relative_to(root) and path != root \
+        else path.name
+    return DocumentInfo(row.id, row.title, name, row.path, row.size, chunks, ingested_at)

@@ -20,7 +20,7 @@ from .. import __version__
 from ..errors import AgentModesError, ConfigError
 from ..service import AgentChatService
 from ..store.chat import ConflictError, NotFoundError
-from . import openai_compat, routes_chatbots, routes_conversations, routes_stream
+from . import openai_compat, routes_chatbots, routes_conversations, routes_sources, routes_stream
 from .config import ServerConfig
 from .uploads import UploadError
 
@@ -51,6 +51,7 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
     app.include_router(routes_chatbots.router)
     routes_chatbots.add_upload_route(app, config.max_upload_bytes)
     app.include_router(routes_conversations.router)
+    app.include_router(routes_sources.router)
     app.include_router(routes_stream.router)
     app.include_router(openai_compat.router)
 

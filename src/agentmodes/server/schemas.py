@@ -31,6 +31,10 @@ class ConversationCreate(BaseModel):
     title: str = ""
 
 
+class ConversationUpdate(BaseModel):
+    title: str = Field(min_length=1, max_length=200)
+
+
 class ChatRequest(BaseModel):
     chatbot: str = "default"
     message: str = Field(min_length=1, max_length=20_000)

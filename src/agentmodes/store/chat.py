@@ -297,6 +297,13 @@ class ChatStore:
         with self.engine.connect() as conn:
             return [self._conversation(r) for r in conn.execute(query).all()]
 
+    def rename_conversation(self, conversation_id: str, title: str) -> Conversation:
+        self.get_conversation(conversation_id)
+        with self.engine.begin() as conn:
+            conn.execute(update(conversations).where(conversations.c.id == conversation_id)
+                         .values(title=title[:200]))
+        return self.get_conversation(conversation_id)
+
     def delete_conversation(self, conversation_id: str) -> None:
         self.get_conversation(conversation_id)
         with self.engine.begin() as conn:

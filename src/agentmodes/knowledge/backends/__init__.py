@@ -109,6 +109,15 @@ class Backend(Protocol):
 
     def remove_document(self, path: str) -> bool: ...
 
+    def list_documents(self, doc_id: int | None = None) -> list[tuple[DocumentRow, int, str]]:
+        """(document, chunk count, ingested-at text) for every document, or the one `doc_id`,
+        ordered by path (what the page's Documents panel and source viewer show)."""
+        ...
+
+    def chunks_of(self, doc_id: int, offset: int = 0, limit: int = -1) -> list[ChunkRow]:
+        """A document's chunks in position order; `limit` -1 means all from `offset`."""
+        ...
+
     # -- chunks --------------------------------------------------------------------------
     def chunk_keys(self) -> dict[int, str]:
         """chunk id -> text hash of every chunk (what a full index must contain)."""

@@ -268,6 +268,23 @@ class SQLiteBackend:
                 self._bump_revision()
             return bool(deleted)
 
+    def list_documents(self, doc_id: int | None = None) -> list[tuple[DocumentRow, int, str]]:
+        """Documents (all, or the one `doc_id`) with chunk count and ingest time, by path."""
+        where, params = ("WHERE d.id=? ", (doc_id,)) if doc_id is not None else ("", ())
+        rows = self._query(
+            "SELECT d.id, d.path, d.root, d.title, d.content_hash, d.mtime, d.size, "
+            "COUNT(c.id), d.ingested_at FROM documents d LEFT JOIN chunks c ON c.doc_id = d.id "
+            f"{where}GROUP BY d.id ORDER BY d.path", params)
+        return [(DocumentRow(*row[:7]), row[7], row[8]) for row in rows]
+
+    def chunks_of(self, doc_id: int, offset: int = 0, limit: int = -1) -> list[ChunkRow]:
+        """A document's chunks in reading order (`limit` -1: all from `offset`)."""
+        rows = self._query(
+            "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c.text_hash, "
+            "d.path FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.doc_id=? "
+            "ORDER BY c.position LIMIT ? OFFSET ?", (doc_id, limit, offset))
+        return [_chunk_row(row) for row in rows]
+
     # --- chunks -------------------------------------------------------------------------
 
     def chunk_keys(self) -> dict[int, str]:
