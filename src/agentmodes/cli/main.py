@@ -86,6 +86,7 @@ def _register() -> None:
     from . import overhead_command  # noqa: F401  bench overhead
     from . import reflect_command  # noqa: F401  reflect
     from . import bench_llm_commands  # noqa: F401  bench hotpotqa
+    from . import alfworld_command  # noqa: F401  bench alfworld
     from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
     from . import completion  # noqa: F401  completion
 

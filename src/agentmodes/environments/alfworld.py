@@ -14,6 +14,11 @@ Observations are cleaned as the ReAct and Reflexion code cleans them: the welcom
 dropped at reset and "You arrive at loc 12. " is cut from arrivals. A ReAct-paper style
 `think: ...` command is answered "OK." without reaching the game, as the papers' loop does.
 
+Games may be played from several threads (a benchmark against an HTTP model): calls into
+the engine are serialised by one process-wide lock, since TextWorld's PDDL engine and its
+planner library are not documented as thread-safe; a command takes well under a second, so
+the lock costs little next to the model.
+
 Requires the optional `alfworld` package (`pip install agentmodes[alfworld]`); it is
 imported when a game is first loaded, so importing this module never fails.
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,6 +40,7 @@ THINK_REPLY = "OK."
 _ARRIVAL = re.compile(r"^You arrive at loc \d+\.\s*")
 _GO_TO = re.compile(r"^go to (?P<place>.+)$")
 START_LOCATION = "the middle of the room"
+_ENGINE = threading.Lock()
 
 
 class ALFWorldUnavailable(AgentModesError):
@@ -131,8 +138,9 @@ class ALFWorldEnv:
                 "pip install 'agentmodes[alfworld]' (or: bash scripts/setup)") from None
         infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
         try:
-            self._env = textworld.start(str(self.game_file), request_infos=infos,
-                                        wrappers=[AlfredDemangler(), AlfredInfos])
+            with _ENGINE:
+                self._env = textworld.start(str(self.game_file), request_infos=infos,
+                                            wrappers=[AlfredDemangler(), AlfredInfos])
         except Exception as err:  # noqa: BLE001 - the engine's errors are not typed
             raise AgentModesError(f"cannot load the ALFWorld game {self.game_file}: "
                                   f"{type(err).__name__}: {err}") from err
@@ -141,7 +149,9 @@ class ALFWorldEnv:
     # -- the Environment protocol -------------------------------------------------------------
     def reset(self) -> str:
         """Start the game from its initial state; the room and the task."""
-        self._state = self._load().reset()
+        env = self._load()
+        with _ENGINE:
+            self._state = env.reset()
         observation = initial_observation(str(self._state["feedback"]))
         self._task = _task_of(observation) or self._task
         self.location = START_LOCATION
@@ -158,7 +168,8 @@ class ALFWorldEnv:
         command = normalise_command(raw)
         if self.done:
             return Transition("The game is over.", True, self.won, False, self.location)
-        self._state, _, done = self._env.step(command)
+        with _ENGINE:
+            self._state, _, done = self._env.step(command)
         self.steps += 1
         observation = clean_observation(str(self._state["feedback"]))
         effect = observation != NOTHING_HAPPENS
@@ -188,16 +199,18 @@ class ALFWorldEnv:
 
         self._load()                                   # clear error if not installed
         infos = textworld.EnvInfos(policy_commands=True)
-        planner = textworld.start(str(self.game_file), request_infos=infos,
-                                  wrappers=[AlfredDemangler(), AlfredInfos])
-        try:
-            return list(planner.reset()["policy_commands"] or [])
-        finally:
-            planner.close()
+        with _ENGINE:
+            planner = textworld.start(str(self.game_file), request_infos=infos,
+                                      wrappers=[AlfredDemangler(), AlfredInfos])
+            try:
+                return list(planner.reset()["policy_commands"] or [])
+            finally:
+                planner.close()
 
     def close(self) -> None:
         if self._env is not None:
-            self._env.close()
+            with _ENGINE:
+                self._env.close()
             self._env = None
             self._state = None
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..errors import AgentModesError
+from ..errors import AgentModesError, ConfigError
 
 TAR_NAME = "json_2.1.1_valid_all_splits.tar.gz"
 SPLITS = ("valid_unseen", "valid_seen", "valid_train")
@@ -82,7 +82,7 @@ def parse_task_types(text: str | Sequence[str] | None) -> list[str]:
         if not key:
             continue
         if key not in aliases:
-            raise GameDataError(f"unknown ALFWorld task type {item.strip()!r}; use "
+            raise ConfigError(f"unknown ALFWorld task type {item.strip()!r}; use "
                             f"{', '.join(TYPE_NAMES)} (comma-separated)")
         out.append(aliases[key])
     return list(dict.fromkeys(out)) or list(TYPE_NAMES)
@@ -136,7 +136,7 @@ def games_root(data_dir: Optional[str | Path], cache_dir: Optional[str | Path] =
 def solvable_games(root: Path, split: str = "valid_unseen") -> list[Game]:
     """The games AlfredTWEnv would load for `split` (134 for valid_unseen), sorted by name."""
     if split not in SPLITS:
-        raise GameDataError(f"unknown ALFWorld split {split!r}; use {', '.join(SPLITS)}")
+        raise ConfigError(f"unknown ALFWorld split {split!r}; use {', '.join(SPLITS)}")
     base = Path(root) / "json_2.1.1" / split
     if not base.is_dir():
         raise GameDataError(f"ALFWorld split folder not found: {base}")
