@@ -20,6 +20,7 @@ from .events import Event, Usage
 from .llm.base import ChatModel, Message
 from .modes.act import ACT
 from .modes.loop import Episode, step_grammar
+from .modes.plan_and_solve import PLAN_AND_SOLVE
 from .modes.spec import ModeSpec
 from .modes.react import REACT
 from .modes.reflact import REFLACT
@@ -27,7 +28,7 @@ from .settings import ChatbotSettings
 from .tools.base import Source, Tool
 from .tools.registry import build_tools
 
-STEP_MODES: dict[str, ModeSpec] = {m.name: m for m in (ACT, REACT, REFLACT)}
+STEP_MODES: dict[str, ModeSpec] = {m.name: m for m in (ACT, REACT, REFLACT, PLAN_AND_SOLVE)}
 HistoryTurn = Union[tuple[str, str], Message]
 
 

@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-AgentMode = Literal["act", "react", "reflact"]
+AgentMode = Literal["act", "react", "reflact", "plan-and-solve"]
 TaskType = Literal["lookup", "multihop"]
 DEFAULT_TOOLS = ["rag_search", "lexical_search", "respond"]
 
@@ -28,8 +28,9 @@ class ChatbotSettings(BaseModel):
     act_system_prompt: Optional[str] = None
     react_system_prompt: Optional[str] = None
     reflact_system_prompt: Optional[str] = None
-    # "auto" picks German or English prompts from the query's language.
-    language: Literal["auto", "de", "en"] = "auto"
+    plan_and_solve_system_prompt: Optional[str] = None
+    # "auto" picks German, English or Chinese prompts from the query's language.
+    language: Literal["auto", "de", "en", "zh"] = "auto"
     project_url: str = ""
     search_k: int = Field(5, ge=1, le=50)
     # Hits at or above this KB confidence let a mode answer without searching further
@@ -45,7 +46,12 @@ class ChatbotSettings(BaseModel):
     @field_validator("agent_mode", "task_type", mode="before")
     @classmethod
     def _lower(cls, v):
-        return v.lower() if isinstance(v, str) else v
+        if not isinstance(v, str):
+            return v
+        v = v.strip().lower()
+        # plan_and_solve, plan and solve, planandsolve, ps: the one name plan-and-solve
+        return "plan-and-solve" if v.replace("_", "").replace("-", "").replace(" ", "") in (
+            "planandsolve", "ps") else v
 
     @property
     def max_iterations(self) -> int:

@@ -29,7 +29,7 @@ from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, write
 from .runs import (PROJECT_ROOT, Job, RunLog, parse_names, results_dir, resumed_note,
                    run_jobs, slug)
 
-MODES = ("act", "react", "reflact")
+MODES = ("act", "react", "reflact", "plan-and-solve")
 DATA_FILE = Path("hotpotqa") / "hotpot-qa-distractor-sample.jsonl"
 CACHE_DIR = PROJECT_ROOT / ".cache" / "hotpotqa"
 SHORT_ANSWER = ("Answer with the shortest possible answer: an entity name, a date, a number, "

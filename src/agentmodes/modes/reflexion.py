@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..errors import AgentModesError
 from ..events import Event, Usage, final_event, status
 from ..evaluators.base import Evaluation
+from ..evaluators.heuristics import as_evaluator
 from ..llm.base import ChatModel
 from ..store.memory import DEFAULT_K, InProcessMemory
 from .actors import Actor, Previous
@@ -75,7 +76,7 @@ class Reflexion:
                                   "or a function that judges the attempt")
         self.llm = llm
         self.actor = actor
-        self.evaluator = evaluator
+        self.evaluator = as_evaluator(evaluator)     # a plain function judges too
         self.max_trials = max_trials
         self.memory = memory if memory is not None else InProcessMemory(keep=k)
         self.k = k
@@ -132,7 +133,8 @@ class Reflexion:
             if _runs is not None:
                 _runs.append(attempt.run)
             yield status("draft", trial=number, content=attempt.output,
-                         sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
+                         sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict(),
+                         **({"plan": attempt.plan} if attempt.plan else {}))
             evaluation = evaluate_attempt(self.evaluator, judged, attempt)
             total += usage_of(evaluation.details.get("usage"))    # an LLM judge's cost
             yield status("evaluation", trial=number, **evaluation.as_dict())

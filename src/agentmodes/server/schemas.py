@@ -10,19 +10,19 @@ from pydantic import BaseModel, Field
 from ..service import public_settings
 from ..store.chat import Chatbot, Conversation, IngestJob, StoredMessage
 
-Mode = Literal["act", "react", "reflact"]
+Mode = Literal["act", "react", "reflact", "plan-and-solve"]
 
 
 class ChatbotCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100)
     description: str = ""
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class ChatbotUpdate(BaseModel):
     description: Optional[str] = None
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: Optional[dict[str, Any]] = None
 
 

@@ -39,7 +39,7 @@ class ToolSet:
     def listing(self, lang: str, *, include_respond: bool = True) -> list[tuple[str, str, str]]:
         """(name, parameter, description) for the prompt's tool block."""
         return [(t.name, getattr(t, "parameter", "query"),
-                 t.description_de if lang == "de" else t.description)
+                 getattr(t, f"description_{lang}", None) or t.description)
                 for t in self.by_name.values() if include_respond or t.name != "respond"]
 
     def specs(self) -> list[ToolSpec]:
