@@ -28,6 +28,9 @@ LESSON = "New plan: go to countertop 3 first, take the bread there, cool it, the
 def test_variants():
     assert parse_variants("react,act", True) == ["react", "act", "react+reflexion",
                                                  "act+reflexion"]
+    assert parse_variants("act,react,react+reflexion", False) == ["act", "react",
+                                                                   "react+reflexion"]
+    assert parse_variants("react+reflexion,react", True) == ["react", "react+reflexion"]
     with pytest.raises(ConfigError):
         parse_variants("plan", False)
 

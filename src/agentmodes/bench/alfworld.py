@@ -61,8 +61,13 @@ class Setup:
 
 
 def parse_variants(modes: str | Sequence[str], reflexion: bool) -> list[str]:
-    names = parse_names(modes, tuple(MODES), "mode")
-    return names + ([f"{m}+reflexion" for m in names] if reflexion else [])
+    """"act,react" (+ each on Reflexion with `reflexion`); a mode may also be named on
+    Reflexion directly ("react,react+reflexion": Reflexion only over ReAct, as the paper)."""
+    known = tuple(MODES) + tuple(f"{m}+reflexion" for m in MODES)
+    names = parse_names(modes, known, "mode")
+    plain = [n for n in names if "+" not in n]
+    extra = [f"{m}+reflexion" for m in plain] if reflexion else []
+    return list(dict.fromkeys(plain + [n for n in names if "+" in n] + extra))
 
 
 def _system(setup: Setup, mode: str, game: Game) -> str:

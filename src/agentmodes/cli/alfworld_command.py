@@ -21,7 +21,8 @@ EMBEDDED_CONTEXT = "8192"
 @bench_app.command("alfworld")
 def alfworld(
     modes: str = typer.Option("act,react,reflact", "--modes", help="Comma-separated step "
-                              "modes: act, react, reflact."),
+                              "modes: act, react, reflact; a mode on Reflexion as "
+                              "react+reflexion."),
     reflexion: bool = typer.Option(False, "--reflexion", help="Also run each mode as "
                                    "Reflexion's actor (seed 004's heuristic as evaluator)."),
     trials: int = typer.Option(10, "--trials", min=1, max=20, help="Reflexion: trials per "
