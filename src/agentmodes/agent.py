@@ -90,14 +90,21 @@ class Agent:
                ) -> Iterator[Event]:
         """Events of one run; bad input raises here, before the first event."""
         self._last = self.episode(query, history)
-        return self._last.run()
+        return self._events(self._last, query)
+
+    @staticmethod
+    def _events(episode: Any, query: str) -> Iterator[Event]:
+        """The episode's events, traced by OpenTelemetry when it is configured."""
+        from . import telemetry
+        return telemetry.traced(episode.run(), model=getattr(episode.llm, "name", ""),
+                                mode=episode.spec.name, question=query)
 
     def run(self, query: str, history: Optional[Sequence[HistoryTurn]] = None) -> RunResult:
         episode = self.episode(query, history)
         self._last = episode
         steps: list[Event] = []
         done: dict = {}
-        for event in episode.run():
+        for event in self._events(episode, query):
             if event.get("done"):
                 done = event
             elif "delta" not in event:

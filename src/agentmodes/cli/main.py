@@ -92,6 +92,7 @@ def _register() -> None:
     from . import completion  # noqa: F401  completion
     from . import docs_command  # noqa: F401  docs list, show, rm
     from . import chat_command  # noqa: F401  chat
+    from . import mcp_command  # noqa: F401  mcp
 
 
 def _error(message: str, code: int) -> None:

@@ -10,7 +10,10 @@ Short-term memory is the trial's own trajectory (the agent's steps, or the previ
 with its test results); long-term memory is the last k lessons, persisted under a task key
 (store/memory.py) so that a later run of the same task, in a new process, starts with them.
 Why words and not a score: the seed's ablation shows that knowing *that* a trial failed does
-not help; the lesson has to say why and what to do next.
+not help; the lesson has to say why and what to do next. `verbal=False` is that ablation:
+the same trials, evaluator and short-term memory (the last attempt with its feedback, e.g.
+the failing self-written tests), but no self-reflection and no lessons
+(`bench humaneval --strategy tests-only`).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class Reflexion:
 
     def __init__(self, llm: ChatModel, actor: Actor, evaluator: Any, *, max_trials: int = 3,
                  memory: Any = None, k: int = DEFAULT_K, language: str = "auto",
-                 reflection_llm: Optional[ChatModel] = None,
+                 reflection_llm: Optional[ChatModel] = None, verbal: bool = True,
                  reflection_prompt: Optional[Callable[[str, Attempt, Evaluation, list[str]],
                                                       str]] = None):
         if max_trials < 1:
@@ -82,6 +85,7 @@ class Reflexion:
         self.k = k
         self.language = language
         self.reflector = reflection_llm or llm
+        self.verbal = verbal
         # The self-reflection query as a benchmark's paper wrote it (ALFWorld: few-shot
         # reflections, the failed trial, the past plans); default: prompts/selfcorrect.
         self.reflection_prompt = reflection_prompt
@@ -115,9 +119,9 @@ class Reflexion:
         key = task_key or task_key_for(task, getattr(self.actor, "kind", "task"))
         judged = eval_task if eval_task is not None else task
         total = Usage()
-        lessons = self.memory.load(key, self.k)
+        lessons = self.memory.load(key, self.k) if self.verbal else []
         yield status("starting", strategy="reflexion", task=task, task_key=key,
-                     max_trials=self.max_trials)
+                     max_trials=self.max_trials, verbal=self.verbal)
         yield status("memory", task_key=key, reflections=list(lessons), loaded=True)
         trials: list[Trial] = []
         previous: Optional[Previous] = None
@@ -144,6 +148,9 @@ class Reflexion:
                 best = (evaluation.score, number, attempt, evaluation)
             if evaluation.passed:
                 break
+            if not self.verbal:             # the ablation: retry with the feedback only
+                previous = Previous(attempt, evaluation.feedback)
+                continue
             # Reflect after every failure, the last one too: the lesson is persisted for the
             # next run of this task even when this run has no trial left.
             try:

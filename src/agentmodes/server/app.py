@@ -22,6 +22,7 @@ from ..service import AgentChatService
 from ..store.chat import ConflictError, NotFoundError
 from . import openai_compat, routes_chatbots, routes_conversations, routes_sources, routes_stream
 from .config import ServerConfig
+from .openai_errors import OpenAIErrorShape
 from .uploads import UploadError
 
 STATIC = Path(__file__).parent / "static"
@@ -67,4 +68,6 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins,
                            allow_methods=["*"], allow_headers=["*"])
+    # Added last, so outermost: errors from every other layer under /v1 get OpenAI's shape.
+    app.add_middleware(OpenAIErrorShape)
     return app
