@@ -160,3 +160,23 @@ def test_command_grammars(mode, starts):
     assert "FINAL ANSWER" not in grammar           # the game ends an episode, not the model
     llama = pytest.importorskip("llama_cpp")
     llama.LlamaGrammar.from_string(grammar, verbose=False)
+
+
+def test_alfworld_errors_are_one_line_without_the_engine(tmp_path, monkeypatch):
+    import sys
+
+    from agentmodes.environments.alfworld import ALFWorldEnv, ALFWorldUnavailable
+    from agentmodes.errors import AgentModesError
+
+    with pytest.raises(AgentModesError, match="game file not found"):
+        ALFWorldEnv(tmp_path / "missing" / "game.tw-pddl")
+    game = tmp_path / "game.tw-pddl"
+    game.write_text('{"grammar": "\\"rhs\\": \\"Your task is to: put a mug in desk.\\""}')
+    env = ALFWorldEnv(game)
+    assert env.task == "put a mug in desk."            # read from the file, before any reset
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "textworld", None)   # as if the extra were not installed
+    with pytest.raises(ALFWorldUnavailable, match=r"pip install 'agentmodes\[alfworld\]'"):
+        env.reset()
+    with pytest.raises(AgentModesError, match="before reset"):
+        env.act("look")

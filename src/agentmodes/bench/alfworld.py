@@ -44,7 +44,7 @@ from .codedata import data_root
 from .runs import Job, RunLog, parse_names, results_dir, run_jobs, slug
 
 MODES = {"act": ACT, "react": REACT, "reflact": REFLACT}
-DEFAULT_TRIALS = 10      # the Reflexion code's run_reflexion.sh (the paper plots up to 12)
+DEFAULT_TRIALS = 12      # the Reflexion paper: 130 of 134 games within 12 trials
 
 
 @dataclass(slots=True)

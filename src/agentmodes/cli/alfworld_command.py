@@ -25,7 +25,7 @@ def alfworld(
                               "react+reflexion."),
     reflexion: bool = typer.Option(False, "--reflexion", help="Also run each mode as "
                                    "Reflexion's actor (seed 004's heuristic as evaluator)."),
-    trials: int = typer.Option(10, "--trials", min=1, max=20, help="Reflexion: trials per "
+    trials: int = typer.Option(12, "--trials", min=1, max=20, help="Reflexion: trials per "
                                "game (the paper reports 130/134 within 12)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N games, "
                                         "round-robin over the task types."),

@@ -126,9 +126,10 @@ class ALFWorldEnv:
             return self._env
         # alfworld creates $ALFWORLD_DATA (default ~/.cache/alfworld) on import: point it at
         # the folder the games already live in instead of the user's home.
-        os.environ.setdefault("ALFWORLD_DATA", str(self.game_file.parents[4]
-                                                   if len(self.game_file.parents) > 4
-                                                   else self.game_file.parent))
+        parents = self.game_file.parents
+        in_layout = len(parents) > 4 and parents[3].name == "json_2.1.1"
+        os.environ.setdefault("ALFWORLD_DATA",
+                              str(parents[4] if in_layout else self.game_file.parent))
         try:
             import textworld
             from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
