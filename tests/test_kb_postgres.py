@@ -168,3 +168,25 @@ def test_cli_bad_databases_fail_in_one_line_and_write_nothing(pg_server, pg_url,
                                   "--port", "8"), "refused the credentials", code=1)
     assert _schemas(pg_url) == set() and _schemas(no_vector) == set()
     assert list(tmp_path.glob("*.db")) == []
+
+
+def test_a_chatbots_own_kb_is_made_in_the_chat_database_and_dropped_with_it(pg_url, tmp_path):
+    from agentmodes.llm.scripted import ScriptedModel
+    from agentmodes.service import AgentChatService
+
+    service = AgentChatService(ChatStore.open(pg_url), llm_factory=lambda: ScriptedModel([]),
+                               data_dir=tmp_path / "data",
+                               kb_opener=lambda where: KnowledgeBase.open(
+                                   where, embedder=HashingEmbedder()))
+    bot = service.create_chatbot("fahrplan")
+    assert bot.kb_path == f"chat-database:chatbot-{bot.id}"
+    job = service.upload("fahrplan", [("bus.md", "# Bus\n\nDer Bus fährt um 7 Uhr.".encode())])
+    for _ in range(300):
+        if service.store.get_job(job.id).status in ("done", "failed"):
+            break
+        __import__("time").sleep(0.1)
+    assert service.store.get_job(job.id).status == "done"
+    assert f"kb_chatbot-{bot.id}" in _schemas(pg_url)
+    service.delete_chatbot("fahrplan")
+    assert _schemas(pg_url) == set()
+    service.close()

@@ -51,19 +51,32 @@ def _default_kb_opener(path: str) -> Any:
 
 
 def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Settings as shown to clients and written to logs: secrets are masked."""
-    return {k: ("***" if k in SECRET_SETTINGS and v else v) for k, v in settings.items()}
+    """Settings as shown to clients and written to logs: secrets are masked (also the
+    headers and environment of MCP servers, which carry their tokens)."""
+    shown = {k: ("***" if k in SECRET_SETTINGS and v else v) for k, v in settings.items()}
+    if shown.get("mcp_servers"):
+        shown["mcp_servers"] = [
+            {**server, **{key: {name: "***" for name in server.get(key) or {}}
+                          for key in ("headers", "env")}} for server in shown["mcp_servers"]]
+    return shown
 
 
 def validate_settings(settings: dict[str, Any] | ChatbotSettings | None) -> ChatbotSettings:
     if isinstance(settings, ChatbotSettings):
         return settings
     try:
-        return ChatbotSettings(**(settings or {}))
+        valid = ChatbotSettings(**(settings or {}))
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
         raise ConfigError(f"invalid chatbot setting {where}: {first['msg']}") from None
+    # A stdio MCP server is a command the server would run: only where the operator says so.
+    if any(m.command for m in valid.mcp_servers) and \
+            os.environ.get("AGENTMODES_MCP_COMMANDS") != "1":
+        raise ConfigError("invalid chatbot setting mcp_servers: a stdio MCP server (command) "
+                          "runs a program on this server; set AGENTMODES_MCP_COMMANDS=1 to "
+                          "allow it, or use an HTTP MCP server (url)")
+    return valid
 
 
 class AgentChatService:
@@ -168,7 +181,17 @@ class AgentChatService:
                                          language=merged["language"] if merged else None)
 
     def delete_chatbot(self, name: str) -> None:
+        """Delete the chatbot with its conversations, documents and jobs; a KB the service
+        made for it inside the chat database goes too (a KB given by path or URL stays)."""
+        bot = self.store.get_chatbot(name)
         self.store.delete_chatbot(name)
+        if bot.kb_path and bot.kb_path.startswith(IN_CHAT_DATABASE):
+            with self._kb_lock:
+                kb = self._kbs.pop(bot.kb_path, None)
+            if kb is not None and hasattr(kb, "close"):
+                kb.close()
+            from .knowledge.backends.postgres_schema import drop_kb
+            drop_kb(self.kb_location(bot.kb_path))
 
     def upload_dir(self, bot: Chatbot) -> Path:
         path = self.data_dir / "uploads" / f"chatbot-{bot.id}"

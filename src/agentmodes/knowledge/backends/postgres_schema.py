@@ -110,6 +110,24 @@ def open_kb(url: PostgresURL, *, create: bool) -> tuple[Any, str]:
         raise
 
 
+def drop_kb(location: str) -> bool:
+    """Delete the knowledge base at `location` (its schema and everything in it)."""
+    from ...store.urls import parse_postgres
+    url = parse_postgres(location)
+    try:
+        conn = connect(url, autocommit=True)
+    except DatabaseError as err:
+        raise KnowledgeBaseError(str(err)) from None
+    with conn:
+        schema = schema_name(url.kb or DEFAULT_KB)
+        if _version(conn, schema) is None:
+            return False
+        with conn.transaction():
+            _lock(conn, schema)
+            conn.execute(f"DROP SCHEMA {quoted(schema)} CASCADE")
+        return True
+
+
 def _version(conn: Any, schema: str) -> int | None:
     row = conn.execute("SELECT to_regclass(%s)", (f"{quoted(schema)}.meta",)).fetchone()
     if row[0] is None:
