@@ -8,9 +8,9 @@ Published figures are quoted, never re-measured, each with its source and model:
 - Reflexion paper (Shinn et al., NeurIPS 2023), ALFWorld section and seed 004: ReAct +
   Reflexion with the heuristic evaluator solves 130 of the 134 games within 12 trials
   (97%), 22 points above ReAct alone; text-davinci-003 (the model its ALFWorld code calls);
-- ReflAct paper (Kim et al., EMNLP 2025), abstract: 93.3% on ALFWorld, 27.7 points above
-  ReAct on average over its backbones. Its per-backbone table was not available where this
-  was written, so only the headline figure is listed (the abstract does not name the model).
+- ReflAct paper (Kim et al., EMNLP 2025), abstract: 93.3% on ALFWorld, "surpasses ReAct by
+  27.7% on average". Its per-backbone table was not available where this was written, so
+  only the headline figure is listed (the abstract does not name the model behind it).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ PUBLISHED = (
               compares_to="react+reflexion", note="130 of 134 games; +22 points over ReAct alone"),
     Published("ReflAct paper (Kim et al., EMNLP 2025), abstract", "best backbone (not named "
               "in the abstract)", "ReflAct", 93.3, compares_to="reflact",
-              note="+27.7 points over ReAct on average over its backbones"),
+              note="the abstract: 'surpasses ReAct by 27.7% on average'"),
 )
 
 
