@@ -36,7 +36,10 @@ from .lexical import LexicalIndex, top_k
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
 EXACT_ROWS = 20_000   # up to here hybrid search scores every row in every pass
 CANDIDATES = 1_000    # above: rows each retriever proposes to the fusion
-SEMANTIC_CANDIDATES = 256  # rows the approximate graph proposes for a semantic top-k
+# Rows the approximate graph proposes (semantic top-k, and each dense pass of hybrid): at
+# 100k chunks 256 keep hybrid recall@10 at 0.995 of exact and cost half of 1,000 (measured
+# with bench scale's KB: 17 vs 37 ms CPU per hybrid query at load average 18).
+SEMANTIC_CANDIDATES = 256
 _LOG_RANK = np.log1p(np.arange(100, dtype=np.float32))  # the "rank" confidence feature
 
 
@@ -176,8 +179,8 @@ class Searcher:
             rows = lexical.alive_rows()
             dense_top = int(np.argmax(np.where(has_vector, dense_scores, -np.inf)))
         else:
-            proposed = dense.candidates(query_vector, CANDIDATES, n_rows) if dense_scores is \
-                None else dense.best_rows(dense_scores, CANDIDATES)
+            proposed = dense.candidates(query_vector, SEMANTIC_CANDIDATES, n_rows) if \
+                dense_scores is None else dense.best_rows(dense_scores, CANDIDATES)
             rows = self._union(self._lexical_candidates(lex_scores), proposed)
             dense_top = int(proposed[np.argmax(cosines(proposed, query_vector, dense_scores))])
         cosine = cosines(rows, query_vector, dense_scores)
@@ -197,7 +200,7 @@ class Searcher:
                 more = [self._lexical_candidates(feedback_lex)] if feedback_lex is not None else []
                 if top_vector is not None and dense.ann is not None:
                     more.append(dense.candidates(query_vector + w.beta * top_vector,
-                                                 CANDIDATES, n_rows))
+                                                 SEMANTIC_CANDIDATES, n_rows))
                 grown = self._union(rows, *more)
                 if len(grown) > len(rows):
                     rows = grown
