@@ -301,7 +301,7 @@ def test_large_kbs_search_an_approximate_graph_that_follows_changes(tmp_path, mo
         kb.ingest(folder)
         exact = [h.title for h in kb.search("zq017x report 17 topic 51", "semantic", k=5)]
     manifest = index_files.read_manifest(tmp_path / "kb.db.index")
-    assert manifest["files"].get("ann", "").endswith(".usearch")
+    assert manifest["graphs"] and manifest["graphs"][0][0].endswith(".usearch")
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         assert kb._index.searcher().dense.ann is not None
         assert [h.title for h in kb.search("zq017x report 17 topic 51", "semantic", k=5)] \
@@ -310,7 +310,7 @@ def test_large_kbs_search_an_approximate_graph_that_follows_changes(tmp_path, mo
         kb.ingest(folder)
         assert kb.search("zq077x report 77 topic 231", "hybrid", k=1)[0].title == "Report 77"
     after = index_files.read_manifest(tmp_path / "kb.db.index")
-    assert after["files"]["ann"] == manifest["files"]["ann"]  # the graph was not rewritten
+    assert after["graphs"] == manifest["graphs"]  # the graph was not rewritten
     assert after["files"].get("ann_uncovered")
     result = _search_elsewhere(db, "zq077x report 77 topic 231")
     assert result["hits"]["hybrid"][0] == "Report 77" and result["hits"]["lexical"][0] == \
