@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kb_fixtures import HashingEmbedder
+from kb_fixtures import HashingEmbedder, numbered_reports
 
 from agentmodes.knowledge import ann
 from agentmodes.knowledge.backends import index_files, index_save
@@ -32,15 +32,6 @@ def small_thresholds(monkeypatch):
     monkeypatch.setattr(index_save, "MAX_GRAPHS", 2)
 
 
-def _docs(folder: Path, count: int, start: int = 0) -> Path:
-    folder.mkdir(exist_ok=True)
-    for i in range(start, start + count):
-        (folder / f"doc{i:03}.md").write_text(
-            f"# Report {i}\n\nThe code word of report {i} is zq{i:03}x and it covers topic "
-            f"{i * 3}.\n", encoding="utf-8")
-    return folder
-
-
 def _graphs(db: Path) -> list[list]:
     return index_files.read_manifest(Path(f"{db}.index"))["graphs"]
 
@@ -50,21 +41,22 @@ def _first_semantic(kb: KnowledgeBase, i: int) -> str:
 
 
 def test_added_vectors_get_a_graph_of_their_own_and_the_smallest_merge(tmp_path):
-    folder, db = _docs(tmp_path / "docs", 30), tmp_path / "kb.db"
+    folder, db = numbered_reports(tmp_path / "docs", 30), tmp_path / "kb.db"
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         kb.ingest(folder)
         first = _graphs(db)
         assert len(first) == 1 and first[0][1] == 30
         first_file = Path(f"{db}.index") / first[0][0]
         written = first_file.stat().st_mtime_ns
-        kb.ingest(_docs(folder, 2, start=30))  # 2 <= UNCOVERED_MAX: scored exactly
+        kb.ingest(numbered_reports(folder, 2, start=30))  # 2 <= UNCOVERED_MAX: scored exactly
         assert _graphs(db) == first
         assert _first_semantic(kb, 31) == "Report 31"
-        kb.ingest(_docs(folder, 3, start=32))  # now 5 rows in no graph: a graph of their own
+        # now 5 rows in no graph: a graph of their own
+        kb.ingest(numbered_reports(folder, 3, start=32))
         second = _graphs(db)
         assert second[0] == first[0] and [g[1] for g in second] == [30, 5]
         assert first_file.stat().st_mtime_ns == written  # the big graph was not rewritten
-        kb.ingest(_docs(folder, 4, start=35))  # a third graph: the two smallest merge
+        kb.ingest(numbered_reports(folder, 4, start=35))  # a third graph: the two smallest merge
         third = _graphs(db)
         assert sorted(g[1] for g in third) == [9, 30] and third[0] == first[0]
         assert first_file.stat().st_mtime_ns == written
@@ -76,7 +68,7 @@ def test_added_vectors_get_a_graph_of_their_own_and_the_smallest_merge(tmp_path)
             assert _first_semantic(kb, i) == f"Report {i}"
     found = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import sys
-        from kb_fixtures import HashingEmbedder
+        from kb_fixtures import HashingEmbedder, numbered_reports
         from agentmodes.knowledge.base import KnowledgeBase
         with KnowledgeBase.open(sys.argv[1], embedder=HashingEmbedder()) as kb:
             print(kb.search("zq038x report 38 topic 114", mode="hybrid", k=1)[0].title)
@@ -86,7 +78,7 @@ def test_added_vectors_get_a_graph_of_their_own_and_the_smallest_merge(tmp_path)
 
 
 def test_removed_rows_leave_the_graphs_when_the_rows_are_compacted(tmp_path):
-    folder, db = _docs(tmp_path / "docs", 120), tmp_path / "kb.db"
+    folder, db = numbered_reports(tmp_path / "docs", 120), tmp_path / "kb.db"
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         kb.ingest(folder)
         for path in sorted(folder.iterdir())[:40]:
@@ -103,7 +95,7 @@ def test_removed_rows_leave_the_graphs_when_the_rows_are_compacted(tmp_path):
 KILLED_INGEST = """
     import sys, time
     from pathlib import Path
-    from kb_fixtures import HashingEmbedder
+    from kb_fixtures import HashingEmbedder, numbered_reports
     from agentmodes.knowledge.backends import index_save, sqlite_index
     from agentmodes.knowledge.base import KnowledgeBase
 
@@ -121,10 +113,10 @@ KILLED_INGEST = """
 
 
 def test_a_kill_in_a_long_embedding_keeps_what_was_saved_and_the_next_ingest_builds(tmp_path):
-    folder, db = _docs(tmp_path / "docs", 30), tmp_path / "kb.db"
+    folder, db = numbered_reports(tmp_path / "docs", 30), tmp_path / "kb.db"
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         kb.ingest(folder)  # 30 vectors, one graph
-        kb.ingest(_docs(folder, 16, start=30), embed=False)
+        kb.ingest(numbered_reports(folder, 16, start=30), embed=False)
     process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILLED_INGEST),
                                 str(db)], stdout=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONPATH": str(TESTS)})
