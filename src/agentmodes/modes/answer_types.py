@@ -99,18 +99,20 @@ def evidence(text: str, kinds: Iterable[str]) -> set[str]:
 
 
 _DIGITS = re.compile(r"\d[\d.,]*\d|\d")
-_NAME_WORD = re.compile(r"[^\W\d_]{3,}")
+_VALUE_WORD = re.compile(r"[^\W\d_]{2,}")
+_UNITS = {"am", "pm", "uhr", "in", "at", "the", "im", "bei", "nach", "aus", "near"}  # no answer
 
 
 def values(text: str, kind: str) -> set[str]:
     """What the text says of that kind, comparable across sentences: its numbers as digits
-    ("1,015" -> "1015") and the words of its matches ("Kawann Short" -> kawann, short), so
+    ("1,015" -> "1015") and the words of its matches ("Kawann Short" -> kawann, short; not
+    units or prepositions: "9 am" and "10 am" do not agree), so
     that two sentences can be seen to give the same answer or different ones."""
     found = {re.sub(r"\D", "", m) for m in _DIGITS.findall(text)} \
         if kind in (NUMBER, TIME, CONTACT) else set()
-    for m in _EVIDENCE[kind].finditer(text):
-        found |= {w.lower() for w in _NAME_WORD.findall(m.group(0))
-                  if kind not in (PERSON, PLACE) or w[0].isupper()}
+    for m in _EVIDENCE[kind].finditer(text):       # "Mo-Fr" -> mo, fr; "9 am" -> 9
+        found |= {w.lower() for w in _VALUE_WORD.findall(m.group(0))
+                  if w.lower() not in _UNITS}
     return found
 
 
