@@ -6,12 +6,19 @@ ChatbotSettings or a per-message override); follow-up questions see a bounded wi
 conversation's recent turns; every answer is stored with its agent_trace, stream_metadata,
 token usage and timings — also when the client goes away mid-answer (status `cancelled`)
 or the run fails (status `error`), so nothing the user saw is lost.
+
+Conversations belong to whoever started them (a `Principal`: a user, an environment key or
+the local operator): others cannot list, read or continue them, and an unknown and a
+foreign conversation look the same (404). Admins see all. Library code that passes no
+principal acts as the owner of everything.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -21,10 +28,12 @@ from pydantic import ValidationError
 from .chat_trace import TraceRecorder
 from .errors import AgentModesError, ConfigError
 from .events import Event
+from .private_files import private_dir
 from .review_pass import review_answer
 from .settings import ChatbotSettings
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
-                         IngestJob, StoredMessage)
+                         IngestJob, NotFoundError, StoredMessage, this_process)
+from .store.users import Principal, User, UserError
 
 log = logging.getLogger("agentmodes.service")
 
@@ -79,6 +88,7 @@ class AgentChatService:
         self._kb_lock = threading.Lock()
         # One ingest at a time: ingesting is CPU-bound (embedding) on a 2-core machine.
         self._ingest_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest")
+        self._users_checked = (False, 0.0)
 
     def close(self) -> None:
         self._ingest_pool.shutdown(wait=True, cancel_futures=True)
@@ -103,11 +113,31 @@ class AgentChatService:
         bot = self.store.create_chatbot(name, valid.model_dump(), kb_path=kb_path,
                                         language=valid.language, description=description)
         if kb_path is None:
-            # Each chatbot gets its own knowledge base next to the chat database.
-            path = self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Each chatbot gets its own knowledge base next to the chat database. Files left
+            # at its paths (a delete that crashed half-way, a database from before ids were
+            # never reused) belong to an earlier chatbot: the new one must not inherit them.
+            path = self._own_kb_path(bot)
+            self._remove_files(bot, str(path))
+            private_dir(path.parent)
             bot = self.store.update_chatbot(name, kb_path=str(path))
         return bot
+
+    def _own_kb_path(self, bot: Chatbot) -> Path:
+        return self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
+
+    def _remove_files(self, bot: Chatbot, kb_path: Optional[str]) -> None:
+        """Delete the chatbot's uploads, and its KB if the service made it (a KB given with
+        `serve --kb` is the user's own file and stays)."""
+        shutil.rmtree(self.data_dir / "uploads" / f"chatbot-{bot.id}", ignore_errors=True)
+        if kb_path is None or Path(kb_path) != self._own_kb_path(bot):
+            return
+        with self._kb_lock:
+            kb = self._kbs.pop(kb_path, None)
+        close = getattr(kb, "close", None)
+        if close:
+            close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(kb_path + suffix).unlink(missing_ok=True)
 
     def ensure_chatbot(self, name: str, *, kb_path: Optional[str] = None,
                        settings: dict | None = None) -> Chatbot:
@@ -144,12 +174,13 @@ class AgentChatService:
                                          language=merged["language"] if merged else None)
 
     def delete_chatbot(self, name: str) -> None:
+        """Delete the chatbot, its conversations, its uploads and the KB made for it."""
+        bot = self.store.get_chatbot(name)
         self.store.delete_chatbot(name)
+        self._remove_files(bot, bot.kb_path)
 
     def upload_dir(self, bot: Chatbot) -> Path:
-        path = self.data_dir / "uploads" / f"chatbot-{bot.id}"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return private_dir(self.data_dir / "uploads" / f"chatbot-{bot.id}")
 
     def knowledge(self, bot: Chatbot) -> Any:
         """The chatbot's knowledge base, opened once per process and shared by its runs."""
@@ -161,21 +192,74 @@ class AgentChatService:
                 kb = self._kbs[bot.kb_path] = self.kb_opener(bot.kb_path)
             return kb
 
+    # users ------------------------------------------------------------------------------
+    def create_user(self, name: str, role: str = "chat", *,
+                    admin_key_set: bool = False) -> tuple[User, str]:
+        """A new user and its key; the key is not stored and cannot be shown again.
+        `admin_key_set`: AGENTMODES_API_KEY administers the server, so the first user may
+        be a chat user."""
+        if role != "admin" and not admin_key_set and not self.store.users.any():
+            # The first user turns auth on: with no admin key, it must be able to administer.
+            raise UserError("the first user must be an admin (role admin) unless "
+                            "AGENTMODES_API_KEY is set")
+        made = self.store.users.create(name, role)
+        self._users_checked = (True, time.monotonic())
+        return made
+
+    def list_users(self) -> list[User]:
+        return self.store.users.list()
+
+    def delete_user(self, name: str) -> None:
+        """The user's key stops working; its conversations stay, visible to admins."""
+        self.store.users.delete(name)
+        self._users_checked = (False, 0.0)
+
+    def rotate_user_key(self, name: str) -> str:
+        return self.store.users.rotate_key(name)
+
+    def authenticate(self, key: str) -> Optional[Principal]:
+        user = self.store.users.authenticate(key)
+        return user.principal if user else None
+
+    def has_users(self) -> bool:
+        """Whether any user exists (auth is on then). Asked on every request, so the answer
+        is kept for a second; this process's own changes take effect at once."""
+        now = time.monotonic()
+        if now - self._users_checked[1] > 1.0:
+            self._users_checked = (self.store.users.any(), now)
+        return self._users_checked[0]
+
     # conversations ----------------------------------------------------------------------
-    def start_conversation(self, chatbot: str, title: str = "") -> Conversation:
-        return self.store.create_conversation(self.store.get_chatbot(chatbot), title)
+    def start_conversation(self, chatbot: str, title: str = "", *,
+                           user: Optional[Principal] = None) -> Conversation:
+        return self.store.create_conversation(self.store.get_chatbot(chatbot), title,
+                                              owner=user.owner if user else None)
 
     def list_conversations(self, chatbot: Optional[str] = None, *, limit: int = 100,
-                           offset: int = 0) -> list[Conversation]:
+                           offset: int = 0, user: Optional[Principal] = None
+                           ) -> list[Conversation]:
         bot = self.store.get_chatbot(chatbot) if chatbot else None
-        return self.store.list_conversations(bot, limit=limit, offset=offset)
+        owner = user.owner if user is not None and not user.is_admin else None
+        return self.store.list_conversations(bot, limit=limit, offset=offset, owner=owner)
 
-    def get_conversation(self, conversation_id: str) -> Conversation:
-        return self.store.get_conversation(conversation_id)
+    def get_conversation(self, conversation_id: str, *,
+                         user: Optional[Principal] = None) -> Conversation:
+        """The conversation if `user` may see it; NotFoundError otherwise (also for a
+        conversation that exists but is someone else's: its id is not confirmed)."""
+        conv = self.store.get_conversation(conversation_id)
+        if user is not None and not user.is_admin and conv.owner != user.owner:
+            raise NotFoundError(f"no conversation {conversation_id!r}")
+        return conv
 
-    def messages(self, conversation_id: str) -> list[StoredMessage]:
-        self.store.get_conversation(conversation_id)
+    def messages(self, conversation_id: str, *,
+                 user: Optional[Principal] = None) -> list[StoredMessage]:
+        self.get_conversation(conversation_id, user=user)
         return self.store.list_messages(conversation_id)
+
+    def delete_conversation(self, conversation_id: str, *,
+                            user: Optional[Principal] = None) -> None:
+        self.get_conversation(conversation_id, user=user)
+        self.store.delete_conversation(conversation_id)
 
     def history(self, conversation_id: str) -> list[dict[str, str]]:
         """The recent turns a follow-up question sees: complete messages only, oldest first."""
@@ -193,13 +277,14 @@ class AgentChatService:
 
     def stream(self, chatbot: str, query: str, *, conversation_id: Optional[str] = None,
                mode: Optional[str] = None, history: Optional[list[dict]] = None,
-               reflect: int = 0) -> Iterator[Event]:
+               reflect: int = 0, user: Optional[Principal] = None) -> Iterator[Event]:
         """Run one question and yield its events; the answer is stored before `done` is yielded.
 
         Closing the generator early (client gone) closes the agent's stream — and with it
         the LLM request — and stores the partial answer as `cancelled`. `history` overrides
         the stored conversation (the OpenAI-compatible API sends its own). `reflect` > 0
-        adds that many Reflection rounds (critique, refine) over the mode's answer.
+        adds that many Reflection rounds (critique, refine) over the mode's answer. `user`
+        owns a new conversation and may only continue its own (admins: any).
         """
         if not 0 <= reflect <= MAX_REFLECTION_ROUNDS:
             raise ConfigError(f"reflect takes 0 to {MAX_REFLECTION_ROUNDS} rounds, not {reflect}")
@@ -209,12 +294,13 @@ class AgentChatService:
         bot = self.store.get_chatbot(chatbot)
         settings = self.settings_for(bot, mode)
         if conversation_id:
-            conv = self.store.get_conversation(conversation_id)
+            conv = self.get_conversation(conversation_id, user=user)
             if conv.chatbot_id != bot.id:
                 raise ChatStoreError(f"conversation {conversation_id!r} belongs to chatbot "
                                      f"{conv.chatbot!r}, not {bot.name!r}")
         else:
-            conv = self.store.create_conversation(bot, title=query[:80])
+            conv = self.store.create_conversation(bot, title=query[:80],
+                                                  owner=user.owner if user else None)
         if history is None:
             history = self.history(conv.id)
         return self._run(bot, settings, conv, query, history, reflect)
@@ -225,9 +311,12 @@ class AgentChatService:
         events: Optional[Iterator[Event]] = None
         outcome, error = "cancelled", None
         stored: Optional[StoredMessage] = None
-        # The question is stored when its run starts, so that a run that never starts (the
-        # client left at once) leaves no question without an answer.
+        # The question and a `running` answer row are stored when the run starts: a run that
+        # never starts (the client left at once) leaves no question without an answer, and a
+        # process killed mid-answer leaves a row the next start marks as failed.
         self.store.add_message(conv.id, "user", query)
+        answer = self.store.add_message(conv.id, "assistant", "", status="running",
+                                        mode=settings.agent_mode, worker=this_process())
         try:
             llm = self.llm_factory()
             agent = self.agent_factory(llm=llm, knowledge=self.knowledge(bot),
@@ -244,7 +333,7 @@ class AgentChatService:
                         yield step
                 recorder.add(event)
                 if event.get("done"):
-                    stored = self._save(conv, recorder, "complete")
+                    stored = self._save(answer.id, recorder, "complete")
                     event = {**event, "conversation_id": conv.id, "message_id": stored.id,
                              "mode": settings.agent_mode, "usage": recorder.usage}
                 yield event
@@ -265,12 +354,12 @@ class AgentChatService:
             if events is not None and hasattr(events, "close"):
                 events.close()          # closes the LLM request of an unfinished run
             if stored is None:
-                self._save(conv, recorder, outcome, error)
+                self._save(answer.id, recorder, outcome, error)
 
-    def _save(self, conv: Conversation, recorder: TraceRecorder, status: str,
+    def _save(self, message_id: int, recorder: TraceRecorder, status: str,
               error: Optional[str] = None) -> StoredMessage:
-        return self.store.add_message(
-            conv.id, "assistant", recorder.answer, status=status, mode=recorder.mode,
+        return self.store.update_message(
+            message_id, recorder.answer, status=status, mode=recorder.mode,
             agent_trace=recorder.agent_trace(), stream_metadata=recorder.stream_metadata(),
             usage=recorder.usage, sources=recorder.sources, timings=recorder.timings(),
             error=error)

@@ -9,35 +9,24 @@ timeout from store.engine).
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from sqlalchemy import (JSON, Column, DateTime, Engine, ForeignKey, Integer, String, Table,
-                        Text, delete, func, insert, select, update)
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy import (JSON, Column, DateTime, Engine, ForeignKey, Index, Integer, String,
+                        Table, Text, delete, func, insert, select, update)
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
-from ..errors import AgentModesError
-from .engine import create_all, make_engine, metadata
+from .engine import add_missing_columns, create_all, make_engine, metadata
+# Re-exported: callers import the errors, jobs and the job table from here.
+from .errors import ChatStoreError, ConflictError, NotFoundError  # noqa: F401
+from .jobs import IngestJob, IngestJobs, _owner_alive, ingest_jobs, this_process  # noqa: F401
+from .users import UserStore
 
-
-class ChatStoreError(AgentModesError):
-    """A chatbot, conversation or job that does not exist, or a duplicate chatbot name."""
-
-
-class NotFoundError(ChatStoreError):
-    """The named chatbot, conversation, message or job does not exist."""
-
-
-class ConflictError(ChatStoreError):
-    """A chatbot with that name already exists."""
-
-
-MESSAGE_STATUSES = ("complete", "cancelled", "error")
-JOB_STATUSES = ("queued", "running", "done", "failed")
+# "running": the answer's row is written when its run starts, so that a process killed
+# mid-answer leaves a row that the next start marks as an error (fail_orphaned_runs).
+MESSAGE_STATUSES = ("running", "complete", "cancelled", "error")
 
 chatbots = Table(
     "chatbots", metadata,
@@ -49,6 +38,8 @@ chatbots = Table(
     Column("settings", JSON, nullable=False),          # ChatbotSettings.model_dump()
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # A deleted chatbot's id is never handed to the next one (it would find the old files).
+    sqlite_autoincrement=True,
 )
 
 conversations = Table(
@@ -61,7 +52,12 @@ conversations = Table(
     Column("title", Text, nullable=False, default=""),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # Principal.owner of its creator ("user:7", "key:chat", "local"); NULL for conversations
+    # made by library code or before owners existed: those only admins see.
+    Column("owner", String(100), nullable=True),
 )
+conversations_owner = Index("conversations_owner", conversations.c.owner,
+                            conversations.c.updated_at)
 
 messages = Table(
     "chatbot_messages", metadata,
@@ -79,39 +75,8 @@ messages = Table(
     Column("timings", JSON, nullable=True),
     Column("error", Text, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("worker", String(300), nullable=True),     # this_process() of a running answer
 )
-
-ingest_jobs = Table(
-    "ingest_jobs", metadata,
-    Column("id", String(32), primary_key=True),
-    Column("chatbot_id", Integer, ForeignKey("chatbots.id", ondelete="CASCADE"), nullable=False),
-    Column("status", String(16), nullable=False, default="queued"),
-    Column("files", JSON, nullable=False),
-    Column("progress", JSON, nullable=False),           # {"done": n, "total": m, "current": path}
-    Column("report", JSON, nullable=True),
-    Column("error", Text, nullable=True),
-    # host:pid of the process running it, so a restarted server can tell its own dead jobs
-    # from those of a second live process on the same file.
-    Column("owner", String(300), nullable=True),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
-)
-
-OWNER = f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _owner_alive(owner: Optional[str]) -> bool:
-    host, _, pid = (owner or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True                 # another machine's job: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
@@ -146,6 +111,7 @@ class Conversation:
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
     message_count: int = 0
+    owner: Optional[str] = None
 
 
 @dataclass(slots=True)
@@ -165,19 +131,6 @@ class StoredMessage:
     created_at: Optional[str] = None
 
 
-@dataclass(slots=True)
-class IngestJob:
-    id: str
-    chatbot_id: int
-    status: str
-    files: list[str]
-    progress: dict[str, Any] = field(default_factory=dict)
-    report: Optional[dict] = None
-    error: Optional[str] = None
-    created_at: Optional[str] = None
-    updated_at: Optional[str] = None
-
-
 def _chatbot(row) -> Chatbot:
     return Chatbot(row.id, row.name, row.description, row.language, row.kb_path,
                    dict(row.settings or {}), _iso(row.created_at), _iso(row.updated_at))
@@ -189,22 +142,31 @@ def _message(row) -> StoredMessage:
                          row.timings, row.error, _iso(row.created_at))
 
 
-def _job(row) -> IngestJob:
-    return IngestJob(row.id, row.chatbot_id, row.status, list(row.files or []),
-                     dict(row.progress or {}), row.report, row.error,
-                     _iso(row.created_at), _iso(row.updated_at))
+_MESSAGE_FIELDS = {"mode", "agent_trace", "stream_metadata", "usage", "sources", "timings",
+                   "error", "worker"}
 
 
-class ChatStore:
+class ChatStore(IngestJobs):
     """The persistence face of the chat service. Open with a file path or SQLAlchemy URL."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
         try:
-            create_all(engine)
-        except OperationalError:
-            # Another process created the tables between our check and our CREATE TABLE.
-            create_all(engine)
+            try:
+                create_all(engine)
+            except OperationalError:
+                # Another process created the tables between our check and our CREATE TABLE.
+                create_all(engine)
+            for table in (conversations, messages):
+                add_missing_columns(engine, table)
+            conversations_owner.create(engine, checkfirst=True)
+        except OperationalError as err:
+            raise ChatStoreError(f"cannot use the chat database {engine.url.database}: "
+                                 f"{str(err.orig).splitlines()[0]}") from None
+        except DatabaseError as err:    # e.g. "file is not a database"
+            raise ChatStoreError(f"{engine.url.database} is not a usable chat database "
+                                 f"({str(err.orig).splitlines()[0]})") from None
+        self.users = UserStore(engine)
 
     @classmethod
     def open(cls, path_or_url: str) -> "ChatStore":
@@ -264,14 +226,16 @@ class ChatStore:
             conn.execute(delete(chatbots).where(chatbots.c.id == bot.id))
 
     # conversations ----------------------------------------------------------------------
-    def create_conversation(self, chatbot: Chatbot, title: str = "") -> Conversation:
+    def create_conversation(self, chatbot: Chatbot, title: str = "", *,
+                            owner: Optional[str] = None) -> Conversation:
         now = _now()
         conv_id = uuid.uuid4().hex
         with self.engine.begin() as conn:
             conn.execute(insert(conversations).values(
                 id=conv_id, chatbot_id=chatbot.id, title=title[:200], created_at=now,
-                updated_at=now))
-        return Conversation(conv_id, chatbot.id, chatbot.name, title[:200], _iso(now), _iso(now))
+                updated_at=now, owner=owner))
+        return Conversation(conv_id, chatbot.id, chatbot.name, title[:200], _iso(now), _iso(now),
+                            owner=owner)
 
     def _conversation_query(self):
         count = (select(func.count(messages.c.id))
@@ -282,7 +246,7 @@ class ChatStore:
     @staticmethod
     def _conversation(row) -> Conversation:
         return Conversation(row.id, row.chatbot_id, row.chatbot, row.title, _iso(row.created_at),
-                            _iso(row.updated_at), row.n)
+                            _iso(row.updated_at), row.n, row.owner)
 
     def get_conversation(self, conversation_id: str) -> Conversation:
         with self.engine.connect() as conn:
@@ -293,10 +257,13 @@ class ChatStore:
         return self._conversation(row)
 
     def list_conversations(self, chatbot: Optional[Chatbot] = None, *, limit: int = 100,
-                           offset: int = 0) -> list[Conversation]:
+                           offset: int = 0, owner: Optional[str] = None) -> list[Conversation]:
+        """Newest first; `owner` keeps only that owner's conversations."""
         query = self._conversation_query()
         if chatbot is not None:
             query = query.where(conversations.c.chatbot_id == chatbot.id)
+        if owner is not None:
+            query = query.where(conversations.c.owner == owner)
         query = query.order_by(conversations.c.updated_at.desc()).limit(limit).offset(offset)
         with self.engine.connect() as conn:
             return [self._conversation(r) for r in conn.execute(query).all()]
@@ -313,9 +280,7 @@ class ChatStore:
         if status not in MESSAGE_STATUSES:
             raise ValueError(f"unknown message status {status!r}")
         now = _now()
-        values = {k: v for k, v in fields.items()
-                  if k in {"mode", "agent_trace", "stream_metadata", "usage", "sources",
-                           "timings", "error"}}
+        values = {k: v for k, v in fields.items() if k in _MESSAGE_FIELDS}
         with self.engine.begin() as conn:
             result = conn.execute(insert(messages).values(
                 conversation_id=conversation_id, role=role, content=content, status=status,
@@ -323,8 +288,32 @@ class ChatStore:
             conn.execute(update(conversations).where(conversations.c.id == conversation_id)
                          .values(updated_at=now))
             message_id = result.inserted_primary_key[0]
+        values.pop("worker", None)
         return StoredMessage(message_id, conversation_id, role, content, status,
                              created_at=_iso(now), **values)
+
+    def update_message(self, message_id: int, content: str, *, status: str,
+                       **fields: Any) -> StoredMessage:
+        """Finish the row a running answer was given when it started."""
+        if status not in MESSAGE_STATUSES:
+            raise ValueError(f"unknown message status {status!r}")
+        values = {k: v for k, v in fields.items() if k in _MESSAGE_FIELDS}
+        with self.engine.begin() as conn:
+            conn.execute(update(messages).where(messages.c.id == message_id)
+                         .values(content=content, status=status, **values))
+        return self.get_message(message_id)
+
+    def fail_orphaned_runs(self) -> int:
+        """Mark answers still `running` whose process is gone (killed mid-answer) as errors."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(messages.c.id, messages.c.worker).where(
+                messages.c.status == "running")).all()
+        orphans = [r.id for r in rows if not _owner_alive(r.worker)]
+        if orphans:
+            with self.engine.begin() as conn:
+                conn.execute(update(messages).where(messages.c.id.in_(orphans)).values(
+                    status="error", error="the server stopped before this answer was finished"))
+        return len(orphans)
 
     def list_messages(self, conversation_id: str, *, last: Optional[int] = None
                       ) -> list[StoredMessage]:
@@ -349,44 +338,3 @@ class ChatStore:
     def count_messages(self) -> int:
         with self.engine.connect() as conn:
             return conn.execute(select(func.count(messages.c.id))).scalar_one()
-
-    # ingest jobs ------------------------------------------------------------------------
-    def create_job(self, chatbot: Chatbot, files: list[str]) -> IngestJob:
-        now = _now()
-        job_id = uuid.uuid4().hex
-        with self.engine.begin() as conn:
-            conn.execute(insert(ingest_jobs).values(
-                id=job_id, chatbot_id=chatbot.id, status="queued", files=files, owner=OWNER,
-                progress={"done": 0, "total": len(files)}, created_at=now, updated_at=now))
-        return self.get_job(job_id)
-
-    def update_job(self, job_id: str, **changes: Any) -> None:
-        values = {k: v for k, v in changes.items()
-                  if k in {"status", "progress", "report", "error"}}
-        with self.engine.begin() as conn:
-            conn.execute(update(ingest_jobs).where(ingest_jobs.c.id == job_id)
-                         .values(**values, updated_at=_now()))
-
-    def get_job(self, job_id: str) -> IngestJob:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(ingest_jobs).where(ingest_jobs.c.id == job_id)).first()
-        if row is None:
-            raise NotFoundError(f"no ingest job {job_id!r}")
-        return _job(row)
-
-    def list_jobs(self, chatbot: Chatbot) -> list[IngestJob]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(ingest_jobs).where(ingest_jobs.c.chatbot_id == chatbot.id)
-                                .order_by(ingest_jobs.c.created_at.desc())).all()
-        return [_job(r) for r in rows]
-
-    def fail_orphaned_jobs(self) -> int:
-        """Mark unfinished jobs whose process is gone as failed (run at server start)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(ingest_jobs.c.id, ingest_jobs.c.owner).where(
-                ingest_jobs.c.status.in_(("queued", "running")))).all()
-        orphans = [r.id for r in rows if not _owner_alive(r.owner)]
-        for job_id in orphans:
-            self.update_job(job_id, status="failed",
-                            error="the server stopped before this job finished; upload again")
-        return len(orphans)

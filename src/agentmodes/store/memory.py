@@ -37,10 +37,11 @@ class ReflexionMemoryStore:
         if keep < 1:
             raise AgentModesError(f"reflexion memory must keep at least 1 reflection, got {keep}")
         self.keep = keep
-        self.engine = path_or_url if isinstance(path_or_url, Engine) else make_engine(path_or_url)
         try:
+            self.engine = path_or_url if isinstance(path_or_url, Engine) \
+                else make_engine(path_or_url)
             create_all(self.engine)
-        except Exception as err:  # sqlite3.OperationalError etc.: unusable path
+        except Exception as err:  # a folder, not a database, sqlite3.OperationalError, ...
             raise AgentModesError(f"cannot open the memory store {path_or_url}: {err}") from err
 
     def load(self, task_key: str, k: int = DEFAULT_K) -> list[str]:
