@@ -47,6 +47,7 @@ def _register() -> None:
     from . import reflect_command  # noqa: F401  reflect
     from . import bench_llm_commands  # noqa: F401  bench hotpotqa
     from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
+    from . import users_command  # noqa: F401  users add, list, remove, rotate
 
 
 def run() -> None:

@@ -28,23 +28,27 @@ def serve(
     import uvicorn
 
     from ..server import ServerConfig, create_app
-    from ..server.config import is_loopback
-    from ..server.runtime import build_service
+    from ..server.config import bare_host, is_loopback, url_host
+    from ..server.runtime import build_service, has_users
 
     config = ServerConfig.from_env()
-    if not config.auth_enabled and not is_loopback(host):
+    keyed = config.auth_enabled or (not is_loopback(host) and has_users(db))
+    if not keyed and not is_loopback(host):
         raise fail(f"refusing to listen on {host} without an API key; set AGENTMODES_API_KEY "
-                   "(and optionally AGENTMODES_CHAT_API_KEY) or use --host 127.0.0.1")
+                   "(and optionally AGENTMODES_CHAT_API_KEY), create users with "
+                   "`agentmodes users add`, or use --host 127.0.0.1")
     service = build_service(db, kb=kb, llm=llm or os.environ.get("AGENTMODES_LLM"))
-    where = f"http://{host}:{port}/"
-    if config.auth_enabled:
+    keyed = keyed or service.has_users()
+    where = f"http://{url_host(host)}:{port}/"
+    if keyed:
         typer.echo(f"agentmodes: serving {where} (API keys required; docs at {where}docs)",
                    err=True)
     else:
-        typer.echo(f"agentmodes: serving {where} on loopback only: no API key is set "
-                   f"(docs at {where}docs)", err=True)
+        typer.echo(f"agentmodes: serving {where} on loopback only: no API key is set, so "
+                   f"only this server's own page may call it (docs at {where}docs)", err=True)
     try:
-        uvicorn.run(create_app(service, config), host=host, port=port, access_log=access_log,
+        uvicorn.run(create_app(service, config), host=bare_host(host), port=port,
+                    access_log=access_log,
                     log_level="info", timeout_graceful_shutdown=5,
                     ws_max_size=config.max_request_bytes)
     finally:

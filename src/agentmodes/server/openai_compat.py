@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from ..errors import AgentModesError
 from ..service import AgentChatService
 from ..store.chat import NotFoundError
-from .auth import chat_scope
+from .auth import chat_rate, chat_scope, principal_of
+from .schemas import StrictModel
 from .streaming import events_of, open_stream, sse
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"], dependencies=[chat_scope])
@@ -36,7 +37,7 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-class CompletionRequest(BaseModel):
+class CompletionRequest(StrictModel):
     model: str
     messages: list[ChatMessage]
     stream: bool = False
@@ -72,7 +73,7 @@ def models(request: Request) -> dict:
         for bot in service.list_chatbots()]}
 
 
-@router.post("/chat/completions")
+@router.post("/chat/completions", dependencies=[chat_rate])
 async def chat_completions(body: CompletionRequest, request: Request):
     service: AgentChatService = request.app.state.service
     turns = [{"role": m.role, "content": _text(m.content)} for m in body.messages
@@ -81,7 +82,9 @@ async def chat_completions(body: CompletionRequest, request: Request):
         return _error(400, "the last message must be a non-empty user message")
     query, history = turns[-1]["content"], turns[:-1]
     try:
-        gen = await open_stream(lambda: service.stream(body.model, query, history=history))
+        user = principal_of(request)
+        gen = await open_stream(request, lambda: service.stream(body.model, query,
+                                                                history=history, user=user))
     except NotFoundError:
         return _error(404, f"the model {body.model!r} does not exist (it names a chatbot; "
                            "see /v1/models)", "not_found_error")

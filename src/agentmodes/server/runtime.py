@@ -46,6 +46,17 @@ def llm_factory(spec: Optional[str]):
     return lambda: shared
 
 
+def has_users(db: str) -> bool:
+    """Whether the chat database at `db` already has users (without creating it)."""
+    if "://" not in db and not Path(db).expanduser().is_file():
+        return False
+    store = ChatStore.open(db)
+    try:
+        return store.users.any()
+    finally:
+        store.close()
+
+
 def data_dir_for(db: str) -> Path:
     """Uploads and per-chatbot KBs live next to the chat database: chat.db -> chat-files/."""
     if "://" in db:
@@ -63,6 +74,7 @@ def build_service(db: str, *, kb: Optional[str] = None, llm: Optional[str] = Non
         kwargs["llm_factory"] = llm_factory(llm)
     store = ChatStore.open(db)
     store.fail_orphaned_jobs()
+    store.fail_orphaned_runs()
     service = AgentChatService(store, data_dir=data_dir_for(db), **kwargs)
     if kb is not None:
         service.ensure_chatbot("default", kb_path=str(Path(kb).expanduser().resolve()))
