@@ -60,8 +60,11 @@ def test_ask_json_prints_one_event_per_line(kb_file, tmp_path):
                  "--mode", "react", "--task-type", "multihop", "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
-    assert events[0] == {"status": "starting", "mode": "react",
+    assert events[0] == {"type": "starting", "status": "starting", "mode": "react",
                          "goal": "How can I call DG Agentur?"}
+    # One JSON Lines shape: every line has a type (the status, "delta" or "done").
+    assert all(e["type"] == e.get("status", e["type"]) for e in events)
+    assert {e["type"] for e in events if "status" not in e} == {"delta", "done"}
     assert events[1]["max"] == 7                     # multihop: 5 + 2
     assert events[-1]["done"] is True
     assert events[-1]["full_response"] == "+49 911 97554990 [1]"
@@ -83,15 +86,16 @@ def test_ask_uses_agentmodes_kb_and_max_iterations(kb_file, tmp_path):
 
 @pytest.mark.parametrize("args, fragment", [
     (["   "], "question is empty"),
-    ([QUESTION, "--mode", "telepathy"], "unknown mode 'telepathy'"),
-    ([QUESTION, "--task-type", "deep"], "unknown task type"),
+    ([QUESTION, "--mode", "telepathy"], "'telepathy' is not one of 'act', 'react', 'reflact'"),
+    ([QUESTION, "--task-type", "deep"], "'deep' is not one of 'lookup', 'multihop'"),
     ([QUESTION, "--max-iterations", "0"], "--max-iterations"),
     ([QUESTION, "--llm", "scripted:/nonexistent/replies.json"], "not found"),
     ([QUESTION, "--llm", "nonsense:model"], "unknown LLM"),
+    ([QUESTION, "notes.md"], "only '-' (stdin as context) may follow the question"),
 ])
-def test_bad_input_is_one_line_and_non_zero(kb_file, args, fragment):
+def test_bad_input_is_one_line_and_a_usage_error(kb_file, args, fragment):
     result = ask(*args, "--kb", str(kb_file))
-    assert result.returncode != 0
+    assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], result.stderr
     assert "Traceback" not in result.stderr
@@ -100,5 +104,5 @@ def test_bad_input_is_one_line_and_non_zero(kb_file, args, fragment):
 def test_missing_kb_is_one_line_and_non_zero(tmp_path):
     result = ask(QUESTION, "--kb", str(tmp_path / "none.db"), "--llm",
                  replies(tmp_path, ["FINAL ANSWER: x"]))
-    assert result.returncode != 0 and "no knowledge base" in result.stderr
+    assert result.returncode == 1 and "no knowledge base" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -12,6 +12,9 @@ from agentmodes.bench.codegen import parse_strategies, run_codegen, task_text
 from agentmodes.errors import ConfigError
 from agentmodes.events import Usage
 from agentmodes.llm.base import ChatChunk
+from data_support import HUMANEVAL, MBPP, needs_data
+
+pytestmark = needs_data(HUMANEVAL, MBPP)
 
 PASS = '{"verdict": "pass", "issues": []}'
 

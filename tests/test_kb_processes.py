@@ -101,7 +101,7 @@ PAUSE_IN_TRANSACTION = textwrap.dedent("""
     from kb_fixtures import HashingEmbedder
     from agentmodes.knowledge import chunking
     from agentmodes.knowledge.base import KnowledgeBase
-    from agentmodes.knowledge.store import Store
+    from agentmodes.knowledge.backends.sqlite import SQLiteBackend as Store
 
     original_hash = chunking.Chunk.text_hash
     original_replace = Store.replace_document

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from agentmodes.knowledge.base import KnowledgeBase
+from data_support import data_file, needs_data
 
-DATA = Path("/work/shared/data/hotpotqa/beir")
+DATA = data_file("hotpotqa/beir") or Path("missing")
 QUESTIONS = 20
 DOCUMENTS = 200
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not DATA.exists(), reason="shared HotpotQA data not present")]
+pytestmark = [pytest.mark.slow, needs_data("hotpotqa/beir")]
 
 
 def _load() -> tuple[dict[str, dict], list[tuple[str, set[str]]]]:

@@ -26,7 +26,8 @@ def test_act_text_protocol_search_then_respond():
     events = list(agent.stream("Was sind die Öffnungszeiten?"))
     check_well_formed(events)
     assert compact(events) == [
-        "starting", "iteration", "getting_action", "action_delta", "action", "observation",
+        "starting", "iteration", "getting_action", "action_delta", "action",
+        "observation_delta", "observation",
         "iteration", "getting_action", "action_delta", "action", "final_answer", "delta", "done"]
     assert events[-1]["full_response"] == "Die Öffnungszeiten sind Mo-Fr 9-18 Uhr. [1]"
     system = model.calls[0]["messages"][0]["content"]
@@ -100,9 +101,9 @@ def test_react_thought_action_observation_final_answer_in_english():
     events = list(agent.stream("When is the agency open?"))
     check_well_formed(events)
     assert compact(events) == [
-        "starting", "iteration", "getting_action", "thought_delta", "action_delta", "thought",
-        "action", "observation", "iteration", "getting_action", "thought_delta", "thought",
-        "final_answer", "delta", "done"]
+        "starting", "iteration", "getting_action", "thought_delta", "thought", "action_delta",
+        "action", "observation_delta", "observation", "iteration", "getting_action",
+        "thought_delta", "thought", "final_answer", "delta", "done"]
     assert [e["thought"] for e in events if e.get("status") == "thought"] == [
         "I need the opening hours.", "The contact page has them."]
     assert model.calls[0]["messages"][0]["content"].startswith("You are a ReAct agent.")
@@ -132,10 +133,10 @@ def test_reflact_seed_trace_end_to_end():
     check_well_formed(events)
     assert compact(events) == [
         "starting",
-        "iteration", "reflecting", "reflection_delta", "action_delta", "reflection", "action",
-        "observation",
-        "iteration", "reflecting", "reflection_delta", "action_delta", "reflection", "action",
-        "observation",
+        "iteration", "reflecting", "reflection_delta", "reflection", "action_delta", "action",
+        "observation_delta", "observation",
+        "iteration", "reflecting", "reflection_delta", "reflection", "action_delta", "action",
+        "observation_delta", "observation",
         "iteration", "reflecting", "reflection_delta", "reflection", "final_answer", "delta",
         "done"]
     iterations = [e for e in events if e.get("status") == "iteration"]

@@ -189,11 +189,61 @@ def test_continuation_after_the_action_is_ignored():
     assert step.action.argument == "q" and step.reasoning == "a"
 
 
-def test_first_of_action_and_final_answer_wins():
-    assert parse_step('THOUGHT: a\nACTION: rag_search("q")\nFINAL ANSWER: guess').final_answer \
-        is None
+def test_final_answer_wins_over_an_action_in_the_same_reply():
+    # seed 000's parser finds FINAL ANSWER anywhere and its loop checks it first
+    step = parse_step('THOUGHT: a\nACTION: rag_search("q")\nFINAL ANSWER: guess')
+    assert step.final_answer == "guess" and step.action is None and step.reasoning == "a"
     step = parse_step('THOUGHT: a\nFINAL ANSWER: 42 [1]\nACTION: rag_search("q")')
     assert step.final_answer == "42 [1]" and step.action is None
+    step = parse_step('REFLECTION: a\nACTION: rag_search("q")\nREFLECTION: b\n'
+                      'FINAL ANSWER: Mo-Fr', reflact=True)
+    assert step.final_answer == "Mo-Fr" and step.reasoning == "a"
+    # an empty FINAL ANSWER does not beat a readable action
+    step = parse_step('THOUGHT: a\nACTION: rag_search("q")\nFINAL ANSWER:')
+    assert step.ok and step.action.argument == "q"
+    # ... but an answer after an invented observation is still cut off
+    assert parse_step('ACTION: rag_search("q")\nOBSERVATION: x\nFINAL ANSWER: y').action
+
+
+@pytest.mark.parametrize("text, argument", [
+    ('Action 1: Search["Revenge" by XXXTentacion]', '"Revenge" by XXXTentacion'),
+    ('Action: Search["Revenge" by "XXXTentacion"]', '"Revenge" by "XXXTentacion"'),
+    ('ACTION: rag_search("The \\"Revenge\\" album")', 'The "Revenge" album'),
+    ("ACTION: rag_search('Don't Stop Me Now')", "Don't Stop Me Now"),
+    ('ACTION: rag_search("Öffnungszeiten", k=5)', "Öffnungszeiten"),
+    ('ACTION: rag_search(query="Öffnungszeiten")', "Öffnungszeiten"),
+    ('ACTION: rag_search("cut off mid', "cut off mid"),
+    ("Action: Search[Pete Doherty (musician)]", "Pete Doherty (musician)"),
+])
+def test_the_whole_argument_is_kept(text, argument):
+    step = parse_step(text)
+    assert step.ok, step.error
+    assert step.action.argument == argument
+
+
+def test_paper_names_map_to_kb_tools_only_when_no_enabled_tool_has_the_name():
+    assert parse_step("Action: Search[x]").action.name == "rag_search"
+    assert parse_step("Action: Search[x]", tools=["rag_search"]).action.name == "rag_search"
+    # a user tool named search is called, in any case the model writes it
+    for written in ("search", "Search", "SEARCH"):
+        step = parse_step(f"Action: {written}[x]", tools=["search", "rag_search"])
+        assert step.action.name == "search"
+    assert parse_step("Action: Lookup[x]", tools=["lookup"]).action.name == "lookup"
+    assert parse_step("Action: Lookup[x]", tools=["rag_search"]).action.name == "lexical_search"
+    # a tool named finish is a tool, not the answer
+    step = parse_step("Action: Finish[x]", tools=["finish"])
+    assert step.action.name == "finish" and step.final_answer is None
+    assert parse_step("Action: Finish[x]", tools=["rag_search"]).final_answer == "x"
+    # unlabelled calls of an enabled tool are recognised
+    assert parse_step('clock("Berlin")', tools=["clock"]).action.name == "clock"
+
+
+def test_chinese_labels_with_full_width_colons():
+    step = parse_step('思考：我需要营业时间。\n行动：rag_search("营业时间")\n观察：编造的')
+    assert step.reasoning == "我需要营业时间。" and step.action.argument == "营业时间"
+    assert "编造" not in step.text
+    assert parse_step("反思：目标已达成。\n最终答案：周一至周五 9-18 点 [1]",
+                      reflact=True).final_answer == "周一至周五 9-18 点 [1]"
 
 
 def test_final_answer_label_variants():
@@ -261,3 +311,15 @@ def test_router_answer_section_and_label_at_start_of_final_reply(size):
     assert out["answer"] == "Mo-Fr 9-18 Uhr [1]"
     assert out["reasoning"].strip() == "fertig"
     assert _route("Mo-Fr 9-18 Uhr [1]", size, initial="answer") == {"answer": "Mo-Fr 9-18 Uhr [1]"}
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000])
+def test_router_marks_where_each_label_opens(size):
+    text = 'REFLECTION: weiß nichts\nACTION: rag_search("x")'
+    router = SectionRouter()
+    kinds = []
+    pieces = [text[i:i + size] for i in range(0, len(text), size)] + [""]
+    for i, piece in enumerate(pieces):
+        kinds += [p for s, p in router.feed(piece, final=i == len(pieces) - 1) if s == "label"]
+    assert kinds == ["reflection", "action"]
+    assert [text[s:s + 6] for s in router.label_starts] == ["REFLEC", "ACTION"]

@@ -7,8 +7,7 @@ import pytest
 
 from agentmodes import prompts
 from agentmodes.settings import ChatbotSettings
-
-SEEDS = Path("/work/shared/seeds")
+from data_support import SEEDS
 
 
 @pytest.mark.parametrize("text, lang", [
@@ -47,7 +46,7 @@ def test_hints_cover_every_parse_error_code():
         assert codes <= set(prompts.hints(lang)), lang
 
 
-@pytest.mark.skipif(not SEEDS.exists(), reason="seed documents not available")
+@pytest.mark.skipif(not SEEDS.exists(), reason=f"seed documents not found at {SEEDS}")
 @pytest.mark.parametrize("mode, seed", [("act", "002_*.txt"), ("reflact", "000_*.txt")])
 def test_german_default_prompts_are_the_seeds_verbatim(mode, seed):
     seed_text = next(SEEDS.glob(seed)).read_text(encoding="utf-8")

@@ -97,3 +97,32 @@ def test_bad_input_is_one_line_and_nonzero(tmp_path):
         assert done.returncode != 0
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("agentmodes: error:"), done.stderr
+
+
+def test_reflexion_judged_by_the_rule_heuristic_over_the_agent_trajectory(tmp_path):
+    from agentmodes.knowledge.base import KnowledgeBase
+
+    kb = tmp_path / "examples.db"
+    with KnowledgeBase.open(kb) as base:
+        base.ingest(Path(__file__).resolve().parents[1] / "examples", embed=False)
+    search = 'REFLECTION: r\nACTION: lexical_search("{}")'
+    # searches that find nothing: a confident hit would end the run early (adaptive exit)
+    replies = [search.format("Wetter morgen"), search.format("Kaffee"),
+               "REFLECTION: done\nFINAL ANSWER: Not in the documents.",
+               "Two searches were one too many; search once.",
+               search.format("Kaffee"), "REFLECTION: done\nFINAL ANSWER: Not in the documents."]
+    done = reflect(tmp_path, replies, "When is the agency open?", "--kb", str(kb),
+                   "--strategy", "reflexion", "--evaluator", "heuristic", "--max-steps", "1",
+                   "--no-memory", "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    evaluations = [e for e in events if e.get("status") == "evaluation"]
+    assert [e["passed"] for e in evaluations] == [False, True]
+    assert evaluations[0]["details"]["rule"] == "too_many_steps"
+    assert events[-1]["success"] is True and events[-1]["iterations"] == 2
+
+
+def test_heuristic_needs_an_agent_run(tmp_path):
+    done = reflect(tmp_path, [PASS], TASK, "--strategy", "reflexion", "--evaluator", "heuristic")
+    assert done.returncode == 2 and "needs --kb" not in done.stderr
+    assert "give --kb" in done.stderr

@@ -74,8 +74,9 @@ def _serve(*args, env=None, timeout=60):
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-def _one_line(result, fragment):
-    assert result.returncode == 2, result.stderr
+def _one_line(result, fragment, code=2):
+    """One line on stderr; exit 2 for a bad setting, 1 for a runtime failure (cli/main.py)."""
+    assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr and result.stderr.strip().count("\n") == 0
     assert fragment in result.stderr
 
@@ -83,9 +84,11 @@ def _one_line(result, fragment):
 def test_serve_on_a_file_that_is_not_a_database_or_on_a_folder(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("just some notes\n")
-    _one_line(_serve("--db", str(text), "--port", str(free_port())), "is not an SQLite database")
+    _one_line(_serve("--db", str(text), "--port", str(free_port())), "is not an SQLite database",
+              code=1)
     assert text.read_text() == "just some notes\n"
-    _one_line(_serve("--db", str(tmp_path), "--port", str(free_port())), "is a directory")
+    _one_line(_serve("--db", str(tmp_path), "--port", str(free_port())), "is a directory",
+              code=1)
 
 
 def test_a_negative_size_limit_is_one_line(tmp_path):

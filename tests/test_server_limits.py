@@ -55,7 +55,7 @@ def _statuses(service):
 
 
 def test_forty_slow_chats_leave_health_answering_and_stop_when_their_clients_leave(tmp_path):
-    models = Models(delay=0.5)            # a run takes well over a minute
+    models = Models(delay=1.0)            # one reply takes longer than a client waits
     service = make_service(tmp_path, model_factory=models)
     with live_server(service) as url:     # the default pool: 8 at once, 64 waiting
         def chat(i):
@@ -79,7 +79,8 @@ def test_forty_slow_chats_leave_health_answering_and_stop_when_their_clients_lea
         assert _until(lambda: httpx.get(f"{url}/api/health").json()["runs"]["running"] == 0)
         assert _until(lambda: len(_statuses(service)) == len(models.made) and
                       all(s == "cancelled" for s in _statuses(service)))
-        assert len(models.made) <= 16 and all(m.finished_calls == 0 for m in models.made)
+        assert len(models.made) <= 16
+        assert all(m.closed_early.is_set() and m.finished_calls == 0 for m in models.made)
     service.close()
 
 

@@ -208,5 +208,8 @@ def test_openapi_page_and_web_page_are_served(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/chatbots", "/v1/chat/completions", "/api/chat/stream"} <= set(paths)
     page = client.get("/")
-    assert page.status_code == 200 and "/static/app.js" in page.text
-    assert client.get("/static/app.js").status_code == 200
+    assert page.status_code == 200 and "/static/js/app.js" in page.text
+    # Module scripts (the page's and the vendored libraries) need a JavaScript media type.
+    for script in ("js/app.js", "vendor/markdown-it.min.js", "vendor/purify.es.js"):
+        reply = client.get(f"/static/{script}")
+        assert reply.status_code == 200 and "javascript" in reply.headers["content-type"]

@@ -160,4 +160,4 @@ def test_users_from_the_command_line(tmp_path):
         [["erin", "chat"], ["root", "admin"]]
     assert made.stdout.strip() not in listed.stdout
     gone = users("remove", "nobody")
-    assert gone.returncode == 2 and "no user named 'nobody'" in gone.stderr
+    assert gone.returncode == 1 and "no user named 'nobody'" in gone.stderr

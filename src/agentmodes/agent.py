@@ -82,7 +82,8 @@ class Agent:
                        max_iterations=settings.max_iterations, lang=lang,
                        history=_messages(history), adaptive=settings.adaptive_iteration,
                        threshold=settings.high_confidence_threshold,
-                       grammar=step_grammar(spec, llm, tools.names))
+                       grammar=step_grammar(spec, llm, tools.names),
+                       require_search=settings.require_search)
 
     def stream(self, query: str, history: Optional[Sequence[HistoryTurn]] = None
                ) -> Iterator[Event]:

@@ -66,6 +66,10 @@ class TraceRecorder:
             return
         if status in _DELTA_STATUSES:
             return
+        if status == "iteration" and "steps" in event:
+            # The steps so far are what this trace folds itself: storing them with every
+            # iteration would grow the stored trace quadratically with the iterations.
+            event = {k: v for k, v in event.items() if k != "steps"}
         self.events.append(event)
         self._fold_step(status, event)
 

@@ -318,11 +318,13 @@ class AgentChatService:
         answer = self.store.add_message(conv.id, "assistant", "", status="running",
                                         mode=settings.agent_mode, worker=this_process())
         try:
+            _log_route(bot.name, settings, reflect)
             llm = self.llm_factory()
             agent = self.agent_factory(llm=llm, knowledge=self.knowledge(bot),
                                        settings=settings)
             events = agent.stream(query, history=history)
             for event in events:
+                _log_event(settings, event)
                 if event.get("done") and reflect:
                     for step in review_answer(llm, query, event, rounds=reflect,
                                               language=settings.language):
@@ -418,3 +420,28 @@ def _relative_report(report: dict[str, Any]) -> dict[str, Any]:
         return value
     return {k: [name(v) for v in vals] if isinstance(vals, list) else vals
             for k, vals in report.items()}
+
+
+def _mode_label(mode: str) -> str:
+    from .modes.spec import mode_label
+    return mode_label(mode)
+
+
+def _log_route(chatbot: str, settings: ChatbotSettings, reflect: int) -> None:
+    """Seed 000/002: the service routes each message to its mode."""
+    if log.isEnabledFor(logging.INFO):
+        log.info("[AgentChatService] Routing to %s mode (chatbot %r, task_type %s, "
+                 "max_iterations %d%s)", _mode_label(settings.agent_mode), chatbot,
+                 settings.task_type, settings.max_iterations,
+                 f", {reflect} reflection round(s)" if reflect else "")
+
+
+def _log_event(settings: ChatbotSettings, event: Event) -> None:
+    """The seeds' log lines for what a run did ("Logs" in seeds 000 and 002)."""
+    status = event.get("status")
+    if status == "adaptive_iteration":
+        log.info("[AgentChatService] %s adaptive iteration: high confidence on iteration %s",
+                 _mode_label(settings.agent_mode), event.get("iteration"))
+    elif status == "max_iterations_reached":
+        log.info("[AgentChatService] %s max iterations reached (%s): answering from the "
+                 "observations", _mode_label(settings.agent_mode), event.get("max"))

@@ -36,6 +36,11 @@ class ChatbotSettings(BaseModel):
     # ("Adaptive Iteration (High Confidence)"); see knowledge/confidence.py for calibration.
     high_confidence_threshold: Optional[float] = Field(default=None, ge=0.0, le=1.0)
     adaptive_iteration: bool = True
+    # An answer given before any search of the documents is replaced by a search of the
+    # question (the event says so: forced "answer_without_sources"). Small models otherwise
+    # "answer" a document question from nothing. False restores the seeds' rule exactly:
+    # the first parsed answer ends the run.
+    require_search: bool = True
 
     @field_validator("agent_mode", "task_type", mode="before")
     @classmethod

@@ -33,8 +33,9 @@ class DataError(AgentModesError):
 def data_root(data_dir: Optional[str | Path] = None) -> Path:
     root = Path(data_dir or os.environ.get("AGENTMODES_DATA") or DEFAULT_DATA_DIR)
     if not root.is_dir():
-        raise DataError(f"benchmark data folder not found: {root} "
-                        "(pass --data DIR or set AGENTMODES_DATA)")
+        raise DataError(f"benchmark data folder not found: {root} (pass --data DIR or set "
+                        "AGENTMODES_DATA; the README's 'Benchmark data' says where each set "
+                        "comes from)")
     return root
 
 

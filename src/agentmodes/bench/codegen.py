@@ -31,8 +31,8 @@ from ..modes.reflection import Reflection
 from ..modes.reflexion import Reflexion
 from ..modes.self_correction import generate_unit_tests
 from .codedata import load_code_tasks
-from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, print_table, write
-from .runs import RESULTS_DIR, Job, RunLog, parse_names, run_jobs, slug
+from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, write
+from .runs import Job, RunLog, parse_names, results_dir, resumed_note, run_jobs, slug
 
 STRATEGIES = ("simple", "reflection", "reflexion")
 
@@ -123,12 +123,13 @@ class CodegenRun:
 def run_codegen(benchmark: str, llm: ChatModel, *, llm_label: str, strategies: Sequence[str],
                 limit: Optional[int] = None, workers: int = 1, data_dir: Any = None,
                 out_dir: Optional[Path] = None, settings: Optional[CodegenSettings] = None,
-                show_progress: bool = True, split: str = "test") -> CodegenRun:
+                show_progress: bool = True, split: str = "test",
+                fresh: bool = False) -> CodegenRun:
     tasks = load_code_tasks(benchmark, data_dir, split)
     if limit is not None:
         tasks = tasks[:max(0, limit)]
-    out_dir = Path(out_dir or RESULTS_DIR)
-    log = RunLog(out_dir / "runs" / benchmark / f"{slug(llm_label)}.jsonl")
+    out_dir = results_dir(out_dir)
+    log = RunLog(out_dir / "runs" / benchmark / f"{slug(llm_label)}.jsonl", fresh=fresh)
     by_id = {t.task_id: t for t in tasks}
     jobs = [Job(t.task_id, s) for s in strategies for t in tasks]
     records = run_jobs(jobs, lambda job: solve(by_id[job.task_id], job.variant, llm, settings),
@@ -142,11 +143,9 @@ def run_codegen(benchmark: str, llm: ChatModel, *, llm_label: str, strategies: S
         meta={"llm": llm_label, "tasks": len(tasks), "strategies": ", ".join(strategies),
               "scoring": "the benchmark's own tests in the sandbox (final program only)",
               "run log": str(log.path.relative_to(out_dir)) if log.path.is_relative_to(out_dir)
-              else str(log.path)},
+              else str(log.path), "resumed": resumed_note(records)},
         tasks=[{k: r.get(k) for k in ("task_id", "variant", "passed", "llm_calls",
                                         "iterations", "time_s", "error")} for r in records])
     stem = f"{benchmark}_{slug(llm_label)}" + (f"_limit{limit}" if limit is not None else "")
     paths = write(report, out_dir, stem)
-    if show_progress:
-        print_table(report)
     return CodegenRun(report, paths, log.path)

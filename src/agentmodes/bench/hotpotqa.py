@@ -25,8 +25,9 @@ from ..modes.actors import AgentActor
 from ..modes.reflexion import Reflexion
 from ..settings import ChatbotSettings
 from .codedata import DataError, data_root
-from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, print_table, write
-from .runs import PROJECT_ROOT, RESULTS_DIR, Job, RunLog, parse_names, run_jobs, slug
+from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, write
+from .runs import (PROJECT_ROOT, Job, RunLog, parse_names, results_dir, resumed_note,
+                   run_jobs, slug)
 
 MODES = ("act", "react", "reflact")
 DATA_FILE = Path("hotpotqa") / "hotpot-qa-distractor-sample.jsonl"
@@ -150,7 +151,8 @@ def run_hotpotqa(llm: ChatModel, *, llm_label: str, variants: Sequence[str],
                  limit: Optional[int] = None, workers: int = 1, data_dir: Any = None,
                  out_dir: Optional[Path] = None, kb_path: Optional[Path] = None,
                  max_iterations: int = 5, trials: int = 3, embed: bool = True,
-                 show_progress: bool = True) -> tuple[Report, dict[str, Path]]:
+                 show_progress: bool = True, fresh: bool = False
+                 ) -> tuple[Report, dict[str, Path]]:
     from ..knowledge.base import KnowledgeBase
 
     questions = load_questions(data_dir)
@@ -158,8 +160,8 @@ def run_hotpotqa(llm: ChatModel, *, llm_label: str, variants: Sequence[str],
     kb_file = kb_path or build_kb(questions, embed=embed)
     if limit is not None:
         questions = questions[:max(0, limit)]
-    out_dir = Path(out_dir or RESULTS_DIR)
-    log = RunLog(out_dir / "runs" / "hotpotqa" / f"{slug(llm_label)}.jsonl")
+    out_dir = results_dir(out_dir)
+    log = RunLog(out_dir / "runs" / "hotpotqa" / f"{slug(llm_label)}.jsonl", fresh=fresh)
     by_id = {q.id: q for q in questions}
     with KnowledgeBase.open(kb_file, create=False) as kb:
         jobs = [Job(q.id, v) for v in variants for q in questions]
@@ -176,12 +178,11 @@ def run_hotpotqa(llm: ChatModel, *, llm_label: str, variants: Sequence[str],
               "knowledge base": f"{pool_size} pooled "
                                 "context paragraphs of the 100 questions",
               "settings": f"task_type multihop, agent_max_iterations {max_iterations}, "
-                          f"reflexion trials {trials}, evaluator exact match"},
+                          f"reflexion trials {trials}, evaluator exact match",
+              "resumed": resumed_note(records)},
         tasks=[{k: r.get(k) for k in ("task_id", "variant", "answer", "gold", "em", "f1",
                                         "llm_calls", "iterations", "time_s", "error")}
                for r in records])
     stem = f"hotpotqa_{slug(llm_label)}" + (f"_limit{limit}" if limit is not None else "")
     paths = write(report, out_dir, stem)
-    if show_progress:
-        print_table(report)
     return report, paths

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
+from ..rich_tables import print_table as print_table_whole
 from .results import write_results
 
 
@@ -116,7 +117,7 @@ def print_table(report: Report, console: Console | None = None) -> None:
         table.add_column(c.label, justify="right")
     for row in report.rows:
         table.add_row(row["variant"], *[cell(c, row.get(c.key, 0)) for c in report.columns])
-    (console or Console()).print(table)
+    print_table_whole(table, console)
 
 
 COST_COLUMNS = [

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ..rich_tables import print_table
 from .results import write_results
 
 BASELINE = "bm25s+stem"
@@ -120,7 +121,7 @@ def print_tables(results: dict, console: Console | None = None) -> None:
             table.add_column(header)
         for row in rows:
             table.add_row(*row)
-        console.print(table)
+        print_table(table, console)
 
 
 def write_reports(results: dict, out_dir: Path) -> tuple[Path, Path]:

@@ -1,9 +1,10 @@
 """Resumable, parallel benchmark runs: one JSON line per finished task.
 
 LLM benchmarks take hours and get interrupted. Each finished (task, variant) appends its
-record to a JSONL file under benchmarks/results/runs/<benchmark>/<run>.jsonl, flushed at
-once; a rerun with the same run name reads the file and skips what is done. A task whose
-run raised is recorded with an "error" and retried on the next run (it is not "done").
+record to a JSONL file under <results folder>/runs/<benchmark>/<run>.jsonl, flushed at
+once; a rerun with the same run name reads the file, says that it resumes, and skips what
+is done. `fresh=True` (`--fresh`) moves the old log aside and runs everything again. A task
+whose run raised is recorded with an "error" and retried on the next run (it is not "done").
 Tasks run in a thread pool: useful for HTTP backends, where the time is spent waiting;
 the embedded model runs one call at a time anyway, so callers pass workers=1 for it.
 Several processes may share one log (e.g. one per variant order): each re-reads it before
@@ -13,13 +14,13 @@ a job and skips what another process finished meanwhile.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -28,9 +29,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TimeElapsedC
                            TimeRemainingColumn)
 
 from ..errors import ConfigError
-
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-RESULTS_DIR = Path(os.environ.get("AGENTMODES_RESULTS") or PROJECT_ROOT / "benchmarks" / "results")
+from .results import PROJECT_ROOT, results_dir  # noqa: F401  (re-exported for the runners)
 
 
 def slug(text: str) -> str:
@@ -63,12 +62,20 @@ class Job:
 
 
 class RunLog:
-    """The append-only JSONL of one run, safe to append to from several threads."""
+    """The append-only JSONL of one run, safe to append to from several threads.
 
-    def __init__(self, path: Path):
+    fresh=True starts over: an existing log is renamed to `<name>.before-<UTC time>.jsonl`
+    (kept, never deleted: it may hold hours of work) and `set_aside` names it."""
+
+    def __init__(self, path: Path, *, fresh: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.set_aside: Optional[Path] = None
+        if fresh and self.path.exists():
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            self.set_aside = self.path.with_name(f"{self.path.stem}.before-{stamp}.jsonl")
+            self.path.rename(self.set_aside)
 
     def records(self) -> list[dict]:
         """Every readable record; a torn last line (the process was killed mid-write) is
@@ -101,11 +108,20 @@ def run_jobs(jobs: Iterable[Job], work: Callable[[Job], dict], log: RunLog, *,
              workers: int = 1, description: str = "", show_progress: bool = True,
              console: Optional[Console] = None) -> list[dict]:
     """Run the jobs not yet in the log; return the final record of every job (old and new),
-    in job order. One job's exception becomes that job's error record, never the run's end."""
+    in job order. Records taken from an earlier run carry "resumed": True (in the returned
+    list only), and resuming is announced on the console unless show_progress is off.
+    One job's exception becomes that job's error record, never the run's end."""
     jobs = list(jobs)
     done = log.done()
     todo = [j for j in jobs if j.key not in done]
-    results: dict[str, dict] = {j.key: done[j.key] for j in jobs if j.key in done}
+    results: dict[str, dict] = {j.key: {**done[j.key], "resumed": True}
+                                for j in jobs if j.key in done}
+    console = console or Console(stderr=True)
+    if show_progress and log.set_aside is not None:
+        console.print(f"[dim]--fresh: the earlier run log is kept as {log.set_aside}[/]")
+    if show_progress and results:
+        console.print(f"resuming {log.path}: {len(results)} of {len(jobs)} tasks already "
+                      "done (--fresh runs them again)", highlight=False)
 
     def one(job: Job) -> dict:
         finished = log.done().get(job.key)     # another process on the same log did it
@@ -124,7 +140,6 @@ def run_jobs(jobs: Iterable[Job], work: Callable[[Job], dict], log: RunLog, *,
         log.append(record)
         return record
 
-    console = console or Console(stderr=True)
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console,
                   disable=not show_progress, transient=False) as bar:
@@ -141,3 +156,9 @@ def run_jobs(jobs: Iterable[Job], work: Callable[[Job], dict], log: RunLog, *,
                     results[futures[future].key] = future.result()
                     bar.advance(progress)
     return [results[j.key] for j in jobs]
+
+
+def resumed_note(records: Sequence[dict]) -> str:
+    """For a report's meta: how many results came from an earlier run of the same log."""
+    resumed = sum(1 for r in records if r.get("resumed"))
+    return f"{resumed} of {len(records)} tasks from an earlier run" if resumed else "no"

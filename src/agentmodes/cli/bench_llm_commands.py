@@ -1,12 +1,11 @@
 """LLM-driven benchmarks on the command line: code generation for `bench humaneval | mbpp`
 (strategies simple, reflection, reflexion) and `bench hotpotqa` (act, react, reflact, and
-Reflexion on top). Each run shows a progress bar, resumes from its JSONL run log, and writes
-JSON, a Markdown table and a PNG under benchmarks/results/.
+Reflexion on top). Each run shows a progress bar, resumes from its JSONL run log in --out
+(saying so; --fresh starts over), and writes JSON, a Markdown table and a PNG there.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Optional
@@ -14,7 +13,8 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
-from .bench_commands import DATA_HELP
+from . import output
+from .bench_options import DATA_OPTION, FRESH_OPTION, OUT_OPTION
 from .main import bench_app
 
 LLM_HELP = "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM"
@@ -36,7 +36,8 @@ def effective_workers(spec: str, workers: int) -> int:
 
 def generate_code(benchmark: str, *, strategy: str, limit: Optional[int], llm: Optional[str],
                   workers: int, data: Optional[Path], json_out: bool, split: str = "test",
-                  max_iterations: int = 2, trials: int = 3) -> None:
+                  max_iterations: int = 2, trials: int = 3, out: Optional[Path] = None,
+                  fresh: bool = False) -> None:
     from ..bench.codegen import CodegenSettings, parse_strategies, run_codegen
     from ..llm.registry import load_llm
 
@@ -49,19 +50,22 @@ def generate_code(benchmark: str, *, strategy: str, limit: Optional[int], llm: O
     run = run_codegen(benchmark, model, llm_label=spec, strategies=strategies, limit=limit,
                       workers=effective_workers(spec, workers), data_dir=data, split=split,
                       settings=CodegenSettings(max_iterations=max_iterations, max_trials=trials),
-                      show_progress=not json_out)
+                      show_progress=not (json_out or output.quiet()), out_dir=out, fresh=fresh)
     _finish(run.report, run.paths, json_out)
 
 
 def _finish(report: Any, paths: dict[str, Path], json_out: bool) -> None:
+    """The result: one JSON line, or the table on stdout and the files written on stderr."""
+    from ..bench.llm_report import print_table
+
     if json_out:
-        typer.echo(json.dumps({"benchmark": report.benchmark, "meta": report.meta,
-                               "summary": report.rows,
-                               "files": {k: str(v) for k, v in paths.items()}},
-                              ensure_ascii=False))
+        output.emit("result", benchmark=report.benchmark, meta=report.meta,
+                    summary=report.rows, files={k: str(v) for k, v in paths.items()})
         return
-    for kind, path in paths.items():
-        Console(stderr=True).print(f"[dim]{kind}: {path}[/]")
+    print_table(report)
+    if not output.quiet():
+        for kind, path in paths.items():
+            Console(stderr=True).print(f"[dim]{kind}: {path}[/]")
 
 
 @bench_app.command("hotpotqa")
@@ -76,12 +80,20 @@ def hotpotqa(
     max_iterations: int = typer.Option(5, "--max-iterations", min=1, max=50,
                                        help="agent_max_iterations (multihop: +2, at most 10)"),
     trials: int = typer.Option(3, "--trials", min=1, max=10, help="Reflexion trials."),
-    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
+    data: Optional[Path] = DATA_OPTION,
     no_embed: bool = typer.Option(False, "--no-embed", help="Build the KB without vectors "
                                   "(lexical search only; no embedding model needed)."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_out: bool = typer.Option(False, "--json", help=output.JSON_HELP),
+    out: Optional[Path] = OUT_OPTION,
+    fresh: bool = FRESH_OPTION,
 ) -> None:
-    """HotpotQA distractor sample (100 questions): EM, F1 and cost per agent mode."""
+    """HotpotQA distractor sample (100 questions): EM, F1 and cost per agent mode.
+
+    \b
+    Examples:
+      agentmodes bench hotpotqa --modes act,react,reflact --limit 5
+      agentmodes bench hotpotqa --reflexion --llm openai:gpt-4o-mini --workers 4
+    """
     from ..bench.hotpotqa import load_questions, parse_variants, run_hotpotqa
     from ..llm.registry import load_llm
 
@@ -92,5 +104,6 @@ def hotpotqa(
     report, paths = run_hotpotqa(model, llm_label=spec, variants=variants, limit=limit,
                                  workers=effective_workers(spec, workers), data_dir=data,
                                  max_iterations=max_iterations, trials=trials,
-                                 embed=not no_embed, show_progress=not json_out)
+                                 embed=not no_embed, out_dir=out, fresh=fresh,
+                                 show_progress=not (json_out or output.quiet()))
     _finish(report, paths, json_out)

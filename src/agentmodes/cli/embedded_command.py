@@ -1,5 +1,5 @@
 """`agentmodes bench prefix-reuse` and `agentmodes bench wellformed`: the embedded model's KV
-prefix reuse and step grammars (bench/embedded.py), written to benchmarks/results/."""
+prefix reuse and step grammars (bench/embedded.py), written under --out (bench/results.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ from typing import Optional
 
 import typer
 
-from ..bench.results import write_results
-from .bench_commands import DATA_HELP
+from ..bench.results import results_dir, write_results
+from . import output
+from .bench_commands import wrote
+from .bench_options import DATA_OPTION, OUT_OPTION
 from .main import bench_app, fail
 
-OUT_HELP = "Where the JSON and Markdown results are written."
 MODEL_HELP = "A GGUF file (default: the embedded SmolLM2-135M-Instruct)."
 
 
-def _write(out_dir: Path, stem: str, report: dict, markdown: str) -> None:
-    write_results(out_dir, stem, report, markdown)
+def _write(out_dir: Optional[Path], stem: str, report: dict, markdown: str) -> None:
+    wrote(*write_results(results_dir(out_dir), stem, report, markdown))
     typer.echo(markdown)
 
 
@@ -35,8 +36,8 @@ def prefix_reuse(
     question: int = typer.Option(0, "--question", help="Index of the HotpotQA question."),
     max_tokens: int = typer.Option(160, "--max-tokens", help="Token budget of each step."),
     model: Optional[Path] = typer.Option(None, "--model", help=MODEL_HELP),
-    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    out_dir: Path = typer.Option(Path("benchmarks/results"), "--out-dir", help=OUT_HELP),
+    data: Optional[Path] = DATA_OPTION,
+    out_dir: Optional[Path] = OUT_OPTION,
 ) -> None:
     """Prompt tokens evaluated and time of a ReflAct episode, with and without prefix reuse."""
     from ..bench.embedded import prefix_reuse_markdown, run_prefix_reuse
@@ -48,7 +49,8 @@ def prefix_reuse(
         raise fail(f"--question must be between 0 and {len(questions) - 1}")
     report = run_prefix_reuse(questions[question], iterations=iterations, max_tokens=max_tokens,
                               model_path=str(model) if model else None,
-                              progress=lambda name: typer.echo(f"running {name} ...", err=True))
+                              progress=lambda name: output.quiet() or typer.echo(
+                                  f"running {name} ...", err=True))
     _write(out_dir, "embedded_prefix_reuse", report, prefix_reuse_markdown(report))
 
 
@@ -58,8 +60,8 @@ def wellformed(
     limit: int = typer.Option(100, "--limit", help="How many HotpotQA questions."),
     max_tokens: int = typer.Option(512, "--max-tokens", help="Token budget of the step."),
     model: Optional[Path] = typer.Option(None, "--model", help=MODEL_HELP),
-    data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    out_dir: Path = typer.Option(Path("benchmarks/results"), "--out-dir", help=OUT_HELP),
+    data: Optional[Path] = DATA_OPTION,
+    out_dir: Optional[Path] = OUT_OPTION,
 ) -> None:
     """Share of first steps that parse, with and without the mode's grammar."""
     from rich.console import Console
@@ -71,7 +73,8 @@ def wellformed(
         raise fail(f"--mode must be one of {', '.join(STRICT)}")
     questions = _questions(data, limit)
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                  disable=output.quiet()) as bar:
         job = bar.add_task(f"first {mode} steps", total=2 * len(questions))
         report = run_wellformed(questions, mode=mode, max_tokens=max_tokens,
                                 model_path=str(model) if model else None,

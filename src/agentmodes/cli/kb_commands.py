@@ -1,21 +1,22 @@
 """`agentmodes ingest` and `agentmodes search`: the knowledge base from the command line.
 
 The KB file is `--kb`, else $AGENTMODES_KB, else ./agentmodes.db. Progress bars go to stderr
-and results to stdout, so `agentmodes search ... --json | jq` works.
+and results to stdout, so `agentmodes search ... --json | jq` works (JSON Lines, each line
+with a "type": "hit" for search; "file" per file and a closing "summary" for ingest).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import textwrap
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
 from ..knowledge.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, HEADING_SEPARATOR
-from .main import app, fail
+from . import output
+from .main import RUNTIME, app, fail
 
 MAX_SKIPS_SHOWN = 20
 KB_HELP = "Knowledge base file (default: $AGENTMODES_KB or ./agentmodes.db)."
@@ -40,46 +41,71 @@ def ingest(
         None, help=f"Chunk size in characters (default: the KB's, else {DEFAULT_CHUNK_SIZE})."),
     chunk_overlap: Optional[int] = typer.Option(
         None, help=f"Overlap in characters (default: the KB's, else {DEFAULT_CHUNK_OVERLAP})."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
+    quiet: bool = output.QUIET_OPTION,
 ) -> None:
-    """Add files and folders to the knowledge base (incremental: unchanged files are skipped)."""
+    """Add files and folders to the knowledge base (incremental: unchanged files are skipped).
+
+    \b
+    Examples:
+      agentmodes ingest docs/ notes.md --kb kb.db
+      agentmodes ingest docs/ --kb kb.db --no-embed      # text only; embed on the next run
+      agentmodes ingest docs/ --kb kb.db --json | jq 'select(.type == "summary")'
+    """
     from ..knowledge.base import KnowledgeBase
 
+    output.set_quiet(quiet)
     path = kb_path(kb)
+    if not path.exists() and not any(Path(p).expanduser().exists() for p in paths):
+        # Nothing to read and no KB yet: do not leave an empty KB file behind.
+        raise fail(f"nothing to ingest: {', '.join(map(str, paths))} not found "
+                   f"(no knowledge base was created at {path})", RUNTIME)
     with KnowledgeBase.open(path, embedder=embedder, reindex=reindex, chunk_size=chunk_size,
                             chunk_overlap=chunk_overlap) as base:
-        with _ProgressDisplay(enabled=not as_json) as display:
+        with _ProgressDisplay(enabled=not (as_json or output.quiet())) as display:
             report = base.ingest(paths, progress=display.update, embed=not no_embed,
                                  force=reindex)
         stats = base.stats()
     if as_json:
-        typer.echo(json.dumps({"kb": str(path), **report.as_dict(), "stats": stats},
-                              ensure_ascii=False, indent=2))
-    else:
+        _emit_report(path, report, stats)
+    elif not output.quiet():
         _print_summary(path, report, stats)
     given = {str(p) for p in paths}
     missing = [s.path for s in report.skipped if s.path in given]
     if missing:
-        raise fail(f"not found or not ingestible: {', '.join(missing)}")
+        raise fail(f"not found or not ingestible: {', '.join(missing)}", RUNTIME)
 
 
 @app.command()
 def search(
-    query: str = typer.Argument(..., help="What to look for."),
+    query: str = typer.Argument(..., metavar="QUERY", help="What to look for; - reads it "
+                                "from stdin."),
     kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
-    mode: str = typer.Option("hybrid", "--mode", help="lexical | semantic | hybrid"),
-    k: int = typer.Option(5, "-k", "--k", help="Number of hits."),
+    mode: Literal["lexical", "semantic", "hybrid"] = typer.Option(
+        "hybrid", "--mode", help="Lexical (BM25), semantic (embeddings) or both fused."),
+    k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="Number of hits."),
     embedder: Optional[str] = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
+    as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
 ) -> None:
-    """Search the knowledge base; every hit has a calibrated confidence (0..1)."""
+    """Search the knowledge base; every hit has a calibrated confidence (0..1).
+
+    \b
+    Examples:
+      agentmodes search "Öffnungszeiten" --kb kb.db
+      agentmodes search "opening hours" --kb kb.db --mode lexical -k 10 --json
+      echo "Wer leitet die Agentur?" | agentmodes search - --kb kb.db
+    """
     from ..knowledge.base import KnowledgeBase
 
+    query = output.argument_or_stdin(query, "the query")
+    if not query.strip():
+        raise fail("empty query: give some words to search for")
     with KnowledgeBase.open(kb_path(kb), embedder=embedder, create=False) as base:
         hits = base.search(query, mode=mode, k=k)
         empty = base.stats()["chunks"] == 0
     if as_json:
-        typer.echo(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=2))
+        for rank, hit in enumerate(hits, start=1):
+            output.emit("hit", hit.as_dict(), rank=rank)
         return
     if not hits:
         typer.echo("No results." + (" The knowledge base is empty; add documents with "
@@ -128,9 +154,25 @@ class _ProgressDisplay:
             self._progress.stop()
 
 
+def _emit_report(path: Path, report, stats: dict) -> None:
+    """One "file" line per file the ingest touched, then the "summary"."""
+    for result in ("added", "updated", "removed", "unchanged"):
+        for name in getattr(report, result):
+            output.emit("file", path=name, result=result)
+    for skipped in report.skipped:
+        output.emit("file", path=skipped.path, result="skipped", reason=skipped.reason)
+    counts = {name: len(getattr(report, name))
+              for name in ("added", "updated", "removed", "unchanged", "skipped")}
+    output.emit("summary", kb=str(path), **counts, chunks_added=report.chunks_added,
+                embedded=report.embedded, pending_embeddings=report.pending_embeddings,
+                stats=stats)
+
+
 def _print_summary(path: Path, report, stats: dict) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from ..rich_tables import print_table
 
     table = Table(title=f"Ingest into {path}", show_header=True, header_style="bold")
     table.add_column("Result")
@@ -140,7 +182,7 @@ def _print_summary(path: Path, report, stats: dict) -> None:
                          ("skipped", report.skipped)):
         table.add_row(label, str(len(items)))
     console = Console(soft_wrap=True)
-    console.print(table)
+    print_table(table, console)
     console.print(f"chunks added: {report.chunks_added}   passages embedded: {report.embedded}"
                   f"   pending embeddings: {report.pending_embeddings}   "
                   f"KB total: {stats['documents']} documents, {stats['chunks']} chunks",

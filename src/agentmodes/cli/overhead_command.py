@@ -1,13 +1,17 @@
 """`agentmodes bench overhead`: framework overhead per iteration against LangGraph,
-smolagents and pydantic-ai (bench/overhead.py), written to benchmarks/results/overhead.*."""
+smolagents and pydantic-ai (bench/overhead.py), written to overhead.json/.md under --out."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
-from ..bench.results import write_results
+from ..bench.results import results_dir, write_results
+from . import output
+from .bench_commands import wrote
+from .bench_options import OUT_OPTION
 from .main import bench_app, fail
 
 
@@ -15,8 +19,7 @@ from .main import bench_app, fail
 def overhead(
     iterations: int = typer.Option(20, "--iterations", help="Tool iterations per run."),
     runs: int = typer.Option(60, "--runs", help="Timed runs for agentmodes (peers: a third)."),
-    out_dir: Path = typer.Option(Path("benchmarks/results"), "--out-dir",
-                                 help="Where overhead.json and overhead.md are written."),
+    out_dir: Optional[Path] = OUT_OPTION,
 ) -> None:
     """Framework overhead per agent iteration (fake model, trivial tool), side by side."""
     from rich.console import Console
@@ -26,7 +29,8 @@ def overhead(
     if iterations < 1 or runs < 3:
         raise fail("--iterations must be >= 1 and --runs >= 3")
     err = Console(stderr=True)
-    report = run_all(iterations, runs, progress=lambda name: err.print(f"measuring {name} ..."))
+    report = run_all(iterations, runs, progress=lambda name: output.quiet() or err.print(
+        f"measuring {name} ..."))
     table = markdown(report)
-    write_results(out_dir, "overhead", report, table)
+    wrote(*write_results(results_dir(out_dir), "overhead", report, table))
     typer.echo(table)

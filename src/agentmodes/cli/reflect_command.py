@@ -6,11 +6,14 @@ cost (LLM calls, tokens, time) closes the trace. `--json` prints every event as 
 
 Tests (`--tests`): "auto" lets the model write unit tests first (seed 004's self-generated
 tests) for code tasks; "none" relies on the reviewer alone; FILE holds assert lines.
+Evaluators (`--evaluator`, Reflexion's judge): the tests when there are any, else the
+reviewer; or a comma-separated list that must all pass, from "tests", "reviewer" and
+"heuristic" (seed 004's rule heuristic over the agent's trajectory: the same invalid action
+at the same place more than 3 times in a row, or more than --max-steps steps).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -20,9 +23,11 @@ from typing import Any, Optional
 
 import typer
 
+from . import output
 from .main import app, fail
 
 STRATEGIES = ("reflection", "reflexion")
+EVALUATORS = ("auto", "tests", "reviewer", "heuristic")
 KINDS = ("auto", "code", "text")
 _CODE_WORDS = re.compile(r"\b(python|function|code|program|script|implement|class|"
                          r"funktion|programm|skript)\b", re.IGNORECASE)
@@ -89,12 +94,25 @@ def reflect(
         "~/.local/share/agentmodes/memory.db)")),
     no_memory: bool = typer.Option(False, "--no-memory", help="reflexion: keep lessons in this "
                                    "run only"),
+    evaluator: str = typer.Option("auto", "--evaluator", help=(
+        "reflexion's judge: auto (the tests, else the reviewer) or a comma-separated list "
+        "that must all pass: tests, reviewer, heuristic (seed 004's rule; needs --kb)")),
+    max_steps: int = typer.Option(30, "--max-steps", min=1, help="heuristic: most steps a "
+                                  "trial may take"),
     kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
                                       "knowledge base; the loop works on its final answer."),
     mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact"),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
+    as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
+    quiet: bool = output.QUIET_OPTION,
 ) -> None:
-    """Draft, critique and refine (reflection), or trials with lessons (reflexion)."""
+    """Draft, critique and refine (reflection), or trials with lessons (reflexion).
+
+    \b
+    Examples:
+      agentmodes reflect "Write primes_up_to(n) returning all primes in [1, n]." --tests auto
+      agentmodes reflect "..." --strategy reflexion --max-iterations 3 --json
+      agentmodes reflect "Wann hat die DG Agentur geöffnet?" --kb kb.db --kind text
+    """
     from ..llm.registry import load_llm
     from ..modes.reflection import Reflection, Reviewer
 
@@ -109,19 +127,50 @@ def reflect(
         raise fail("--max-iterations must be between 0 (1 for reflexion) and 20")
     if kb is not None and mode not in ("act", "react", "reflact"):
         raise fail(f"unknown mode {mode!r} (choose act, react or reflact)")
+    judges = _evaluator_names(evaluator, kb)
     kind = "text" if kb is not None else _kind(kind, task)
+    output.set_quiet(quiet)
     model = load_llm(llm)
     view = ReflectView(as_json)
-    evaluator, intro = _tests_evaluator(tests, kind, task, model)
+    test_suite, intro = _tests_evaluator(tests, kind, task, model)
     view.extra_usage(intro)
     with _actor(model, kind, kb, mode) as actor:
         if strategy == "reflection":
             events = Reflection(model, actor, kind=kind, max_iterations=max_iterations,
-                                focus=focus, evaluator=evaluator).stream(task)
+                                focus=focus, evaluator=test_suite).stream(task)
             view.show(intro, events)
         else:
-            _reflexion(model, actor, evaluator or Reviewer(model, kind=kind, focus=focus),
-                       task, max_iterations, memory, no_memory, view, intro)
+            judge = _judge(judges, test_suite, lambda: Reviewer(model, kind=kind, focus=focus),
+                           max_steps)
+            _reflexion(model, actor, judge, task, max_iterations, memory, no_memory, view,
+                       intro)
+
+
+def _evaluator_names(text: str, kb: Optional[Path]) -> list[str]:
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in EVALUATORS]
+    if not names or unknown:
+        raise fail(f"unknown evaluator {(unknown or [text])[0]!r} (choose auto, or a "
+                   "comma-separated list of tests, reviewer, heuristic)")
+    if "auto" in names and len(names) > 1:
+        raise fail("--evaluator auto cannot be combined with others")
+    if "heuristic" in names and kb is None:
+        raise fail("--evaluator heuristic judges an agent's trajectory: give --kb")
+    return names
+
+
+def _judge(names: list[str], tests: Any, reviewer: Any, max_steps: int) -> Any:
+    """Reflexion's evaluator from --evaluator: all of the named ones must pass."""
+    from ..evaluators.heuristics import RuleHeuristic, all_of
+
+    if names == ["auto"]:
+        return tests or reviewer()
+    if "tests" in names and tests is None:
+        raise fail("--evaluator tests needs tests: a code task with --tests auto or FILE")
+    made = {"tests": lambda: tests, "reviewer": reviewer,
+            "heuristic": lambda: RuleHeuristic(max_steps=max_steps)}
+    judges = [made[n]() for n in names]
+    return judges[0] if len(judges) == 1 else all_of(judges)
 
 
 @contextmanager
@@ -168,7 +217,7 @@ class ReflectView:
     def __init__(self, as_json: bool) -> None:
         from rich.console import Console
         self.as_json = as_json
-        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True, quiet=output.quiet())
         self.out = Console(highlight=False, soft_wrap=True)
         self.before: dict[str, int] = {}
         self.started = time.perf_counter()     # wall time includes writing the tests
@@ -185,7 +234,7 @@ class ReflectView:
                 for key, value in self.before.items():
                     event["usage"][key] = event["usage"].get(key, 0) + value
             if self.as_json:
-                typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+                output.emit_event(event)
             elif event.get("done"):
                 self._done(event)
             else:

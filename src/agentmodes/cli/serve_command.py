@@ -23,14 +23,19 @@ def serve(
                                       "scripted:FILE.json; default AGENTMODES_LLM or the "
                                       "embedded model."),
     access_log: bool = typer.Option(True, help="Log each request line."),
+    log_level: Optional[str] = typer.Option(None, "--log-level", help=(
+        "debug | info | warning | error (default $AGENTMODES_LOG_LEVEL or info): the "
+        "server's and agentmodes' log lines, e.g. [AgentChatService] mode routing")),
 ) -> None:
     """Serve chatbots over HTTP. Keys: AGENTMODES_API_KEY (admin), AGENTMODES_CHAT_API_KEY (chat)."""
     import uvicorn
 
     from ..server import ServerConfig, create_app
+    from ..log_setup import configure
     from ..server.config import bare_host, is_loopback, url_host
     from ..server.runtime import build_service, has_users
 
+    level = configure(log_level, default="info")
     config = ServerConfig.from_env()
     keyed = config.auth_enabled or (not is_loopback(host) and has_users(db))
     if not keyed and not is_loopback(host):
@@ -48,8 +53,7 @@ def serve(
                    f"only this server's own page may call it (docs at {where}docs)", err=True)
     try:
         uvicorn.run(create_app(service, config), host=bare_host(host), port=port,
-                    access_log=access_log,
-                    log_level="info", timeout_graceful_shutdown=5,
+                    access_log=access_log, log_level=level, timeout_graceful_shutdown=5,
                     ws_max_size=config.max_request_bytes)
     finally:
         service.close()

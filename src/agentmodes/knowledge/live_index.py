@@ -1,6 +1,8 @@
-"""Keep an in-memory Searcher in step with the KB file, incrementally.
+"""Keep an in-memory Searcher in step with a backend's storage, incrementally.
 
-The SQLite file is the truth; the Searcher (BM25 terms, vector matrix) is a cache of it.
+The generic `SearchIndex` of the storage seam (backends/__init__.py): it needs only the
+Backend's storage calls, so it serves any backend. The storage is the truth; the Searcher
+(BM25 terms, vector matrix) is a cache of it.
 Rebuilding that cache after every ingest would re-analyse every chunk, which grows with the
 KB; instead each sync compares (chunk id, text hash) pairs with what is indexed and only
 adds and removes the difference. The store's `revision` says cheaply whether anything
@@ -12,13 +14,15 @@ A change of embedder (re-index) changes the vector space, so it rebuilds from sc
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .chunking import index_text
 from .embedders import Embedder
-from .store import Store
+
+if TYPE_CHECKING:
+    from .backends import Backend
 
 
 class LazyEmbedder:
@@ -36,7 +40,7 @@ class LazyEmbedder:
 
 
 class LiveIndex:
-    def __init__(self, store: Store, load_embedder: Callable[[], Embedder], language: str) -> None:
+    def __init__(self, store: "Backend", load_embedder: Callable[[], Embedder], language: str) -> None:
         self._store = store
         self._load_embedder = load_embedder
         self._language = language
@@ -45,6 +49,12 @@ class LiveIndex:
         self._space: str | None = None        # embedder name of the indexed vectors
         self._texts: dict[int, str] = {}      # chunk id -> text hash, indexed lexically
         self._vectors: dict[int, str] = {}    # chunk id -> text hash, indexed densely
+
+    def checkpoint(self) -> None:
+        """Nothing to persist: this index lives in memory and re-syncs by revision."""
+
+    def close(self) -> None:
+        self._searcher = None
 
     @property
     def chunk_count(self) -> int:

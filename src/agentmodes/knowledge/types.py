@@ -33,6 +33,37 @@ class Hit:
 
 
 @dataclass(slots=True)
+class DocumentInfo:
+    """One ingested document as a viewer lists it (`name` is its path below the ingest root)."""
+
+    id: int
+    title: str
+    name: str
+    path: str
+    size: int
+    chunks: int
+    ingested_at: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Passage:
+    """One stored chunk of a document, in reading order (what a citation points at)."""
+
+    chunk_id: int
+    doc_id: int
+    position: int
+    title: str
+    heading_path: list[str]
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
 class SkippedFile:
     path: str
     reason: str

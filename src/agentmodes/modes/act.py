@@ -15,4 +15,5 @@ ACT = ModeSpec(
     lists_respond=True,             # stop rule: respond(answer)
     native_tools=True,
     search_first=True,              # respond(answer) before any search: search first
+    preview_chars=200,              # seed 002: result[:200]
 )

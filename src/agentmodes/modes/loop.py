@@ -5,6 +5,13 @@ iterations up to the budget, streaming deltas by section, parsing, tool executio
 unknown tools become observations), parse-error feedback and recovery, repeat detection,
 the adaptive exit on a confident search, the best-effort answer at the limit, run-wide
 source numbering with citation cleanup, and token usage on every event after an LLM call.
+What the episode acts on is injected (a Toolbox, see acting.py): the knowledge base's tools
+or an environment.
+
+Event order follows seed 000: `iteration` (with the steps so far), the start status, the
+reasoning deltas, `reflection`/`thought` the moment the ACTION label begins (it carries no
+usage yet: the call is still running), `action_delta`s, `action`, `observation_delta`s
+while the tool works, `observation`.
 
 The loop is on the hot path of every benchmark: plain dicts for events, regexes compiled
 once, no copies of the growing message list (it is append-only, which also lets a backend
@@ -13,6 +20,7 @@ reuse its KV cache for the shared prefix).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Iterator, Optional, Sequence
 
@@ -20,24 +28,19 @@ from .. import prompts
 from ..errors import LLMError
 from ..events import Event, Usage
 from ..llm.base import ChatModel, GenerationOptions, Message
-from ..parsing import (LABEL_RE, Action, SectionRouter, Step, argument_from_json,
-                       clean_answer, parse_step)
-from ..tools.base import ToolResult
-from ..tools.observation import format_sources
-from ..tools.registry import ToolSet
-from .grounding import RepetitionGuard, findings, grounded
-from .sources import CitationFilter, SourceBook, clean_citations
+from ..parsing import LABEL_RE, Action, SectionRouter, Step, argument_from_json, parse_step
+from .acting import Observation, Toolbox, perform
+from .answering import ANSWER_STOP, AnswerWriter
+from .sources import SourceBook
 from .spec import ModeSpec
 
-STOP = ["\nOBSERVATION", "\nObservation", "\nBEOBACHTUNG", "\nBeobachtung"]
+STOP = ANSWER_STOP
 STEP_MAX_TOKENS = 512
-ANSWER_MAX_TOKENS = 768
 REPEAT_LIMIT = 3
-PREVIEW_CHARS = 300
-_UNKNOWN = {"de": "Unbekanntes Tool {name!r}. Verfügbare Tools: {names}.",
-            "en": "Unknown tool {name!r}. Available tools: {names}."}
-_FAILED = {"de": "Das Tool {name} ist fehlgeschlagen: {err}",
-           "en": "The tool {name} failed: {err}"}
+FORCED_REASON = ("require_search: the model answered before searching the documents, so the "
+                 "question is searched first (set require_search=false for the seeds' "
+                 "behaviour: the first answer ends the run)")
+log = logging.getLogger(__name__)
 
 
 def default_threshold() -> float:
@@ -60,13 +63,20 @@ def step_grammar(spec: ModeSpec, llm: ChatModel, tool_names: Sequence[str]) -> O
     return build(spec.name, list(tool_names))
 
 
-class Episode:
-    """One run of a step mode over one question; `run()` yields its events."""
+class Episode(AnswerWriter):
+    """One run of a step mode over one question; `run()` yields its events.
 
-    def __init__(self, spec: ModeSpec, llm: ChatModel, tools: ToolSet, *, question: str,
+    require_search: an answer before any search is replaced by a search of the question
+    (see _grounding_action); False is the seeds' rule: the first parsed answer ends the run.
+    repeat_limit: the same action this many times in a row stops the run (None: never, for
+    environments where the rule heuristic of seed 004 judges repeats instead).
+    """
+
+    def __init__(self, spec: ModeSpec, llm: ChatModel, tools: Toolbox, *, question: str,
                  system: str, max_iterations: int, lang: str = "en",
                  history: Sequence[Message] = (), threshold: Optional[float] = None,
-                 adaptive: bool = True, grammar: Optional[str] = None):
+                 adaptive: bool = True, grammar: Optional[str] = None,
+                 require_search: bool = True, repeat_limit: Optional[int] = REPEAT_LIMIT):
         self.spec, self.llm, self.tools = spec, llm, tools
         self.question = question
         self.goal = question
@@ -74,6 +84,8 @@ class Episode:
         self.max_iterations = max_iterations
         self.threshold = default_threshold() if threshold is None else threshold
         self.adaptive = adaptive
+        self.require_search = require_search
+        self.repeat_limit = repeat_limit
         self.has_history = bool(history)
         self.messages: list[Message] = [{"role": "system", "content": system}, *history,
                                         {"role": "user", "content": question}]
@@ -81,6 +93,7 @@ class Episode:
         self.options = GenerationOptions(
             stop=None if self.native else STOP, max_tokens=STEP_MAX_TOKENS, grammar=grammar,
             tools=tools.specs() if self.native else None)
+        self.tool_names = tuple(tools.names)
         self.book = SourceBook()
         self.usage = Usage()
         self.last_usage: dict = {}
@@ -88,6 +101,7 @@ class Episode:
         self.adaptive_exit = False
         self.searched_question = False
         self.tool_runs = 0
+        self.steps: list[dict] = []        # the finished steps, as the iteration event shows
         self.started = time.perf_counter()
         self._delta_status = {"reasoning": (f"{spec.reasoning}_delta" if spec.reasoning
                                             else "action_delta"), "action": "action_delta"}
@@ -102,7 +116,8 @@ class Episode:
         reason = "max_iterations"
         for it in range(1, self.max_iterations + 1):
             self.iterations = it
-            event = {"status": "iteration", "iteration": it, "max": self.max_iterations}
+            event = {"status": "iteration", "iteration": it, "max": self.max_iterations,
+                     "steps": list(self.steps)}
             if spec.goal_in_events:
                 event["goal"] = self.goal
             yield event
@@ -110,6 +125,7 @@ class Episode:
             try:
                 step, call_id = yield from self._step(it)
             except LLMError as err:
+                log.warning("%s: LLM call failed in iteration %d: %s", spec.name, it, err)
                 if not len(self.book):
                     raise                               # nothing gathered: a clear error
                 yield {"status": "error", "iteration": it, "message": str(err)}
@@ -118,14 +134,14 @@ class Episode:
             usage = self.last_usage
             if step.goal:
                 self.goal = step.goal
+            record: dict = {"iteration": it}
             if step.reasoning and spec.reasoning:
-                event = {"status": spec.reasoning, spec.reasoning: step.reasoning,
-                         "iteration": it, "usage": usage}
-                if spec.reasoning_parts and (parts := spec.reasoning_parts(step.reasoning)):
-                    event["parts"] = parts
-                yield event
+                record[spec.reasoning] = step.reasoning
             action = step.action
             if step.error is not None:
+                log.debug("%s: unreadable step in iteration %d: %s", spec.name, it,
+                          step.error.message)
+                self.steps.append({**record, "parse_error": step.error.message})
                 if not fed_back:
                     fed_back = True
                     yield self._feed_back(step, it)
@@ -150,29 +166,41 @@ class Episode:
                                "param": action.argument, "iteration": it, "usage": usage}
                     yield from self._finish(answer, it)
                     return
+                log.info("%s: answer before any search in iteration %d; searching the "
+                         "question first (require_search)", spec.name, it)
                 action, forced, call_id = grounding, "answer_without_sources", \
                     self._close_call(call_id)
             event = {"status": "action", "action": action.name, "param": action.argument,
                      "iteration": it, "usage": usage}
             if forced:
-                event["forced"] = forced
+                event["forced"], event["reason"] = forced, FORCED_REASON
             yield event
             key = (action.name, " ".join(action.argument.lower().split()))
             repeats = repeats + 1 if key == last_key else 1
             last_key = key
-            if repeats >= REPEAT_LIMIT:
+            if self.repeat_limit is not None and repeats >= self.repeat_limit:
                 if call_id is not None:         # a tool call must get its tool message
                     self._observe(f"{action.name} was not run again: the same call was made "
                                   f"{repeats} times in a row.", call_id)
+                log.info("%s: %s(%r) %d times in a row; stopping", spec.name, action.name,
+                         action.argument, repeats)
                 yield {"status": "repeated_action", "iteration": it, "action": action.name,
                        "param": action.argument, "count": repeats, "usage": usage}
                 reason = "repeated_action"
                 break
-            result, text = self._execute(action)
+            observation = yield from self._execute(action, it)
+            result, text = observation.result, observation.text
             self._observe(text, call_id)
-            yield {"status": "observation", "result_preview": text[:PREVIEW_CHARS],
-                   "iteration": it, "confidence": result.confidence, "error": result.error,
-                   "usage": usage}
+            preview = text[:spec.preview_chars]
+            event = {"status": "observation", "result_preview": preview, "iteration": it,
+                     "confidence": result.confidence, "error": result.error,
+                     "effect": observation.effect, "usage": usage}
+            if observation.location is not None:
+                event["location"] = observation.location
+            yield event
+            self.steps.append({**record, "action": action.name, "param": action.argument,
+                               **({"forced": forced} if forced else {}),
+                               "observation": preview})
             if result.ends_episode:
                 yield from self._finish(result.text, it)
                 return
@@ -193,19 +221,19 @@ class Episode:
 
     # -- one model call ---------------------------------------------------------------------
     def _step(self, it: int):
-        """Stream one step; yields delta events, returns (Step, native tool-call id)."""
+        """Stream one step; yields delta and reasoning events, returns (Step, native call id).
+
+        The reasoning event goes out when the ACTION (or FINAL ANSWER) label begins, before
+        any action delta; a step without such a label gets it once the call has ended."""
         router = SectionRouter()
-        delta_status = self._delta_status
+        state = {"reasoned": False}
         parts: list[str] = []
         calls: dict[int, list] = {}
         usage = None
         for chunk in self.llm.stream(self.messages, self.options):
             if chunk.text:
                 parts.append(chunk.text)
-                for section, piece in router.feed(chunk.text):
-                    status = delta_status.get(section)
-                    if status:                          # the answer is shown once it is final
-                        yield {"status": status, "delta": piece, "iteration": it}
+                yield from self._route(router, chunk.text, it, state)
             if chunk.tool_calls:
                 for d in chunk.tool_calls:
                     slot = calls.setdefault(d.index, [d.id, "", ""])
@@ -215,24 +243,60 @@ class Episode:
             if chunk.usage is not None:
                 usage = chunk.usage
         self._count(usage)
-        for section, piece in router.feed("", final=True):
-            status = delta_status.get(section)
-            if status:
-                yield {"status": status, "delta": piece, "iteration": it}
+        yield from self._route(router, "", it, state, final=True)
         text = "".join(parts)
-        if calls:
+        step = None
+        if not calls or "ANSWER" in text.upper():     # a final answer wins over a tool call
+            step = parse_step(text, reflact=self.spec.reflact_labels, tools=self.tool_names)
+        if calls and (step is None or step.final_answer is None):
             call_id, name, arguments = calls[min(calls)]
             call_id = call_id or f"call_{it}"
             self.messages.append({"role": "assistant", "content": text or None, "tool_calls": [
                 {"id": call_id, "type": "function",
                  "function": {"name": name, "arguments": arguments}}]})
             return Step(text=text, action=Action(name, argument_from_json(arguments))), call_id
-        if self.native and text.strip() and "ACTION" not in text.upper():
+        if self.native and text.strip() and "ACTION" not in text.upper() and \
+                step.final_answer is None:
             step = Step(text=text, final_answer=text.strip())   # plain text is the answer
-        else:
-            step = parse_step(text, reflact=self.spec.reflact_labels)
+        if not state["reasoned"]:
+            yield from self._reasoning_event(step, it, self.last_usage)
         self.messages.append({"role": "assistant", "content": step.text})
         return step, None
+
+    def _route(self, router: SectionRouter, chunk: str, it: int, state: dict,
+               final: bool = False) -> Iterator[Event]:
+        """Delta events for one streamed chunk; the reasoning event at the first ACTION or
+        FINAL ANSWER label, parsed from the text before that label."""
+        delta_status = self._delta_status
+        first = len(router.label_starts)
+        for section, piece in router.feed(chunk, final=final):
+            if section == "label":
+                start = router.label_starts[first]
+                first += 1
+                if not state["reasoned"] and piece in ("action", "answer"):
+                    state["reasoned"] = True
+                    before = router.buf[:start]
+                    yield from self._reasoning_event(
+                        parse_step(before, reflact=self.spec.reflact_labels), it, None,
+                        unlabelled=before)
+                continue
+            status = delta_status.get(section)
+            if status:                                  # the answer is shown once it is final
+                yield {"status": status, "delta": piece, "iteration": it}
+
+    def _reasoning_event(self, step: Step, it: int, usage: Optional[dict], *,
+                         unlabelled: str = "") -> Iterator[Event]:
+        """The reflection/thought event of a step (nothing for ACT or an empty reasoning)."""
+        name = self.spec.reasoning
+        text = step.reasoning or ("" if LABEL_RE.search(unlabelled) else unlabelled.strip())
+        if not name or not text:
+            return
+        event = {"status": name, name: text, "iteration": it}
+        if usage is not None:
+            event["usage"] = usage
+        if self.spec.reasoning_parts and (parts := self.spec.reasoning_parts(text)):
+            event["parts"] = parts
+        yield event
 
     def _count(self, usage: Optional[Usage]) -> None:
         if usage is None:
@@ -271,8 +335,8 @@ class Episode:
         A clarifying question back to the user (ends with "?") and a follow-up answered from
         the conversation history are legitimate without a search; anything else would be an
         answer from nothing, which small models otherwise give to document questions."""
-        if (not self.spec.search_first or self.tool_runs or self.has_history
-                or answer.rstrip().endswith("?")):
+        if (not self.require_search or not self.spec.search_first or self.tool_runs
+                or self.has_history or answer.rstrip().endswith("?")):
             return None
         tool = self.tools.search_tool()
         return Action(tool.name, self.question) if tool is not None else None
@@ -284,107 +348,28 @@ class Episode:
         return None
 
     # -- tools ------------------------------------------------------------------------------
-    def _execute(self, action: Action) -> tuple[ToolResult, str]:
-        """Run a tool; whatever goes wrong becomes an observation the model can read."""
-        tool = self.tools.get(action.name)
-        if tool is None:
-            msg = _UNKNOWN.get(self.lang, _UNKNOWN["en"]).format(
-                name=action.name, names=", ".join(self.tools.names))
-            return ToolResult(msg, error=True), msg
-        self.tool_runs += 1
-        if action.argument == self.question:
-            self.searched_question = True
-        try:
-            result = tool(action.argument)
-        except Exception as err:  # noqa: BLE001 - a failing tool must not end the run
-            msg = _FAILED.get(self.lang, _FAILED["en"]).format(
-                name=action.name, err=str(err) or type(err).__name__)
-            return ToolResult(msg, error=True), msg
-        if result.sources:
-            numbers = self.book.add(result.sources)
-            return result, format_sources(result.sources, numbers, self.lang)
-        return result, result.text
+    def _execute(self, action: Action, it: int):
+        """Run a tool (acting.perform): observation_delta events while it works, then the
+        Observation; whatever goes wrong is an observation the model can read."""
+        if self.tools.get(action.name) is not None:
+            self.tool_runs += 1
+            if action.argument == self.question:
+                self.searched_question = True
+        run = perform(self.tools, action, self.book, self.lang)
+        while True:
+            try:
+                piece = next(run)
+            except StopIteration as stop:
+                observation: Observation = stop.value
+                break
+            yield {"status": "observation_delta", "delta": piece, "iteration": it}
+        if observation.result.error:
+            log.info("%s: %s(%r) failed: %s", self.spec.name, action.name, action.argument,
+                     observation.text[:200])
+        return observation
 
     def _observe(self, text: str, call_id: Optional[str]) -> None:
         if call_id is not None:
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
         else:
             self.messages.append({"role": "user", "content": "OBSERVATION: " + text})
-
-    # -- the answer -------------------------------------------------------------------------
-    def _finish(self, answer: str, it: int) -> Iterator[Event]:
-        answer = clean_citations(clean_answer(answer), len(self.book)).strip()
-        answer = answer + self._findings_for(answer) if answer else self._fallback_answer()
-        yield {"status": "final_answer", "iteration": it, "usage": self.last_usage}
-        yield {"delta": answer}
-        yield self._done(answer)
-
-    def _findings_for(self, answer: str) -> str:
-        """What the documents say, appended to an answer that neither cites nor echoes them."""
-        if grounded(answer, self.book.sources):
-            return ""
-        return "\n\n" + prompts.fill(prompts.load("findings", self.lang),
-                                      FINDINGS=findings(self.book.sources))
-
-    def _final_call(self, reason: str) -> Iterator[Event]:
-        """Answer from what was gathered (adaptive exit, limit, repeats): never empty."""
-        yield {"status": "final_answer", "iteration": self.iterations, "reason": reason,
-               "usage": self.last_usage}
-        self.messages.append({"role": "user", "content": prompts.fill(
-            prompts.load("final_answer", self.lang), QUESTION=self.question)})
-        options = GenerationOptions(stop=STOP, max_tokens=ANSWER_MAX_TOKENS)
-        router = SectionRouter(initial="answer")
-        cites = CitationFilter(len(self.book))
-        parts: list[str] = []
-        usage = None
-        guard, text = RepetitionGuard(), ""
-        try:
-            stream = self.llm.stream(self.messages, options)
-            for chunk in stream:
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                if not chunk.text:
-                    continue
-                parts.append(chunk.text)
-                for section, piece in router.feed(chunk.text):
-                    if section == "answer" and (piece := cites.feed(piece)):
-                        yield {"delta": piece}
-                text += chunk.text
-                if guard.feed(text):                    # looping: stop generating
-                    getattr(stream, "close", lambda: None)()
-                    break
-            self._count(usage)
-        except LLMError as err:
-            yield {"status": "error", "message": str(err), "usage": self.last_usage}
-            parts = []
-        tail = "".join(cites.feed(p) for s, p in router.feed("", final=True) if s == "answer")
-        tail += cites.flush()
-        if tail:
-            yield {"delta": tail}
-        step = parse_step("".join(parts))
-        answer = step.final_answer if step.final_answer is not None else _unlabelled(parts)
-        answer = clean_citations(answer, len(self.book)).strip()
-        extra = self._findings_for(answer) if answer else self._fallback_answer()
-        if extra:
-            yield {"delta": extra}
-        yield self._done(answer + extra)
-
-    def _fallback_answer(self) -> str:
-        """What was found, listed with citations, when the model gave no usable answer."""
-        if not len(self.book):
-            return prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question)
-        return prompts.fill(prompts.load("fallback", self.lang),
-                            FINDINGS=findings(self.book.sources))
-
-    def _done(self, answer: str) -> Event:
-        return {"done": True, "full_response": answer, "sources": self.book.as_dicts(answer),
-                "goal": self.goal, "mode": self.spec.name, "iterations": self.iterations,
-                "adaptive_exit": self.adaptive_exit, "usage": self.usage.as_dict(),
-                "elapsed_s": round(time.perf_counter() - self.started, 6)}
-
-
-def _unlabelled(parts: list[str]) -> str:
-    """A final reply without FINAL ANSWER label: its text up to any step label."""
-    text = "".join(parts)
-    m = LABEL_RE.search(text)
-    return text[:m.start()] if m else text

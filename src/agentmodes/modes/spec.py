@@ -25,3 +25,14 @@ class ModeSpec:
     search_first: bool = False
     # Splits a reasoning text into named parts for its event (ReflAct's three parts).
     reasoning_parts: Optional[Callable[[str], dict]] = None
+    # Characters of the observation in its event's result_preview (seed 002: 200 for ACT,
+    # seed 000: 300 for ReflAct).
+    preview_chars: int = 300
+
+
+# How the seeds write the modes' names in log lines and texts.
+LABELS = {"act": "ACT", "react": "ReAct", "reflact": "ReflAct", "plan-and-solve": "Plan-and-Solve"}
+
+
+def mode_label(mode: str) -> str:
+    return LABELS.get(mode, mode)

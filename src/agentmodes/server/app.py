@@ -25,8 +25,8 @@ from ..errors import AgentModesError, ConfigError
 from ..service import AgentChatService
 from ..store.chat import ConflictError, NotFoundError
 from ..store.users import UserError
-from . import (docs, openai_compat, routes_chatbots, routes_conversations, routes_stream,
-               routes_users)
+from . import (docs, openai_compat, routes_chatbots, routes_conversations, routes_sources,
+               routes_stream, routes_users)
 from .admission import Busy, RateLimiter, RunPool
 from .config import ServerConfig
 from .guard import KeylessGuard, SecurityHeaders
@@ -93,6 +93,7 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
     app.include_router(routes_chatbots.router)
     routes_chatbots.add_upload_route(app, config.max_upload_bytes)
     app.include_router(routes_conversations.router)
+    app.include_router(routes_sources.router)
     app.include_router(routes_stream.router)
     app.include_router(routes_users.router)
     app.include_router(openai_compat.router)

@@ -10,11 +10,14 @@ from __future__ import annotations
 from typing import Optional
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 
+from .. import transcript
 from ..errors import AgentModesError
 from ..service import AgentChatService
 from .auth import admin_scope, chat_rate, chat_scope, principal_of
-from .schemas import ChatRequest, ConversationCreate, conversation_json, message_json
+from .schemas import (ChatRequest, ConversationCreate, ConversationUpdate, conversation_json,
+                      message_json)
 from .streaming import cancel_on_disconnect, events_of, open_stream
 
 router = APIRouter(prefix="/api", tags=["conversations"], dependencies=[chat_scope])
@@ -46,6 +49,27 @@ def get_conversation(conversation_id: str, request: Request) -> dict:
     conv = service.get_conversation(conversation_id, user=user)
     return {**conversation_json(conv),
             "messages": [message_json(m) for m in service.messages(conversation_id, user=user)]}
+
+
+@router.patch("/conversations/{conversation_id}")
+def rename_conversation(conversation_id: str, body: ConversationUpdate, request: Request) -> dict:
+    service = _service(request)
+    service.get_conversation(conversation_id, user=principal_of(request))
+    return conversation_json(service.store.rename_conversation(conversation_id, body.title.strip()))
+
+
+@router.get("/conversations/{conversation_id}/export")
+def export_conversation(conversation_id: str, request: Request,
+                        format: str = Query("md", pattern="^(md|json)$")) -> Response:
+    """The conversation as a Markdown or JSON file (a download: Content-Disposition)."""
+    service, user = _service(request), principal_of(request)
+    conv = service.get_conversation(conversation_id, user=user)
+    messages = service.messages(conversation_id, user=user)
+    body, media = ((transcript.to_json(conv, messages), "application/json") if format == "json"
+                   else (transcript.to_markdown(conv, messages), "text/markdown"))
+    name = transcript.filename(conv, format)
+    return Response(body, media_type=f"{media}; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204, dependencies=[admin_scope])

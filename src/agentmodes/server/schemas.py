@@ -61,6 +61,10 @@ class ConversationCreate(StrictModel):
     title: str = Field("", max_length=200)
 
 
+class ConversationUpdate(StrictModel):
+    title: str = Field(min_length=1, max_length=200)
+
+
 class ChatRequest(StrictModel):
     chatbot: str = Field("default", max_length=100)
     message: str = Field(min_length=1, max_length=20_000)

@@ -16,9 +16,9 @@ from typing import Any, Optional
 
 from sqlalchemy import (JSON, Column, DateTime, Engine, ForeignKey, Index, Integer, String,
                         Table, Text, delete, func, insert, select, update)
-from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 
-from .engine import add_missing_columns, create_all, make_engine, metadata
+from .engine import make_engine, metadata, prepare_schema
 # Re-exported: callers import the errors, jobs and the job table from here.
 from .errors import ChatStoreError, ConflictError, NotFoundError  # noqa: F401
 from .jobs import IngestJob, IngestJobs, _owner_alive, ingest_jobs, this_process  # noqa: F401
@@ -38,8 +38,6 @@ chatbots = Table(
     Column("settings", JSON, nullable=False),          # ChatbotSettings.model_dump()
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
-    # A deleted chatbot's id is never handed to the next one (it would find the old files).
-    sqlite_autoincrement=True,
 )
 
 conversations = Table(
@@ -151,21 +149,7 @@ class ChatStore(IngestJobs):
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        try:
-            try:
-                create_all(engine)
-            except OperationalError:
-                # Another process created the tables between our check and our CREATE TABLE.
-                create_all(engine)
-            for table in (conversations, messages):
-                add_missing_columns(engine, table)
-            conversations_owner.create(engine, checkfirst=True)
-        except OperationalError as err:
-            raise ChatStoreError(f"cannot use the chat database {engine.url.database}: "
-                                 f"{str(err.orig).splitlines()[0]}") from None
-        except DatabaseError as err:    # e.g. "file is not a database"
-            raise ChatStoreError(f"{engine.url.database} is not a usable chat database "
-                                 f"({str(err.orig).splitlines()[0]})") from None
+        prepare_schema(engine)      # migrations: one process upgrades, the others wait
         self.users = UserStore(engine)
 
     @classmethod
@@ -267,6 +251,13 @@ class ChatStore(IngestJobs):
         query = query.order_by(conversations.c.updated_at.desc()).limit(limit).offset(offset)
         with self.engine.connect() as conn:
             return [self._conversation(r) for r in conn.execute(query).all()]
+
+    def rename_conversation(self, conversation_id: str, title: str) -> Conversation:
+        self.get_conversation(conversation_id)
+        with self.engine.begin() as conn:
+            conn.execute(update(conversations).where(conversations.c.id == conversation_id)
+                         .values(title=title[:200]))
+        return self.get_conversation(conversation_id)
 
     def delete_conversation(self, conversation_id: str) -> None:
         self.get_conversation(conversation_id)

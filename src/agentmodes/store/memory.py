@@ -16,7 +16,8 @@ from sqlalchemy import (Column, DateTime, Engine, Integer, String, Table, Text, 
                         func, insert, select)
 
 from ..errors import AgentModesError
-from .engine import create_all, make_engine, metadata
+from .engine import make_engine, metadata, prepare_schema
+from .urls import redact
 
 DEFAULT_K = 3
 
@@ -40,9 +41,12 @@ class ReflexionMemoryStore:
         try:
             self.engine = path_or_url if isinstance(path_or_url, Engine) \
                 else make_engine(path_or_url)
-            create_all(self.engine)
-        except Exception as err:  # a folder, not a database, sqlite3.OperationalError, ...
-            raise AgentModesError(f"cannot open the memory store {path_or_url}: {err}") from err
+            prepare_schema(self.engine)
+        except AgentModesError as err:      # already names the location
+            raise AgentModesError(f"cannot open the memory store: {err}") from None
+        except Exception as err:  # sqlite3.OperationalError etc.: unusable path
+            raise AgentModesError(f"cannot open the memory store {redact(str(path_or_url))}: "
+                                  f"{err}") from err
 
     def load(self, task_key: str, k: int = DEFAULT_K) -> list[str]:
         """The newest k reflections for the task, oldest first (prompt order)."""

@@ -22,7 +22,7 @@ from typing import Optional
 from sqlalchemy import Column, DateTime, Engine, Integer, String, Table, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..errors import AgentModesError
+from ..errors import ConfigError
 from .engine import metadata
 from .errors import ConflictError, NotFoundError
 
@@ -41,7 +41,7 @@ api_users = Table(
 )
 
 
-class UserError(AgentModesError):
+class UserError(ConfigError):
     """A bad user name or role (a duplicate is a ConflictError, an unknown user NotFound)."""
 
 

@@ -40,6 +40,11 @@ class ToolResult:
     confidence: float = 0.0
     error: bool = False
     ends_episode: bool = False                  # respond(answer) ends the loop
+    # For seed 004's rule heuristic: did the action change anything (None: the loop decides:
+    # no error and, for a search, a source not seen before), and where the actor now is
+    # (environments with places, e.g. ALFWorld; None for the knowledge base's tools).
+    effect: Optional[bool] = None
+    location: Optional[str] = None
 
 
 @runtime_checkable

@@ -7,16 +7,18 @@ folder is searchable by keywords as soon as its text is stored (issue 2).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterator, Optional, Union
 
 from ..errors import AgentModesError
 from .base import Source, ToolResult
 from .observation import format_sources, no_hits
 
 _NO_KB = {"de": "Keine Wissensbasis geöffnet: es gibt keine Dokumente zu durchsuchen.",
-          "en": "No knowledge base is open: there are no documents to search."}
+          "en": "No knowledge base is open: there are no documents to search.",
+          "zh": "没有打开知识库：没有可搜索的文档。"}
 _EMPTY = {"de": "Leere Suchanfrage: gib Suchbegriffe an, z. B. rag_search(\"Öffnungszeiten\").",
-          "en": "Empty search query: give search terms, e.g. rag_search(\"opening hours\")."}
+          "en": "Empty search query: give search terms, e.g. rag_search(\"opening hours\").",
+          "zh": "搜索词为空：请给出搜索词，例如 rag_search(\"营业时间\")。"}
 
 
 def hit_to_source(hit: Any) -> Source:
@@ -48,11 +50,22 @@ class SearchTool:
         return self.kb is not None
 
     def __call__(self, argument: str) -> ToolResult:
+        result: Optional[ToolResult] = None
+        for piece in self.stream(argument):
+            if isinstance(piece, ToolResult):
+                result = piece
+        assert result is not None
+        return result
+
+    def stream(self, argument: str) -> Iterator[Union[Source, ToolResult]]:
+        """The hits one by one (the loop shows each as it arrives), then the ToolResult."""
         query = argument.strip()
         if not query:
-            return ToolResult(_EMPTY.get(self.lang, _EMPTY["en"]), error=True)
+            yield ToolResult(_EMPTY.get(self.lang, _EMPTY["en"]), error=True)
+            return
         if self.kb is None:
-            return ToolResult(_NO_KB.get(self.lang, _NO_KB["en"]), error=True)
+            yield ToolResult(_NO_KB.get(self.lang, _NO_KB["en"]), error=True)
+            return
         try:
             hits = self.kb.search(query, mode=self.search_mode, k=self.k)
         except AgentModesError:
@@ -60,11 +73,15 @@ class SearchTool:
                 raise
             hits = self.kb.search(query, mode="lexical", k=self.k)
         if not hits:
-            return ToolResult(no_hits(query, self.lang))
-        sources = [hit_to_source(h) for h in hits]
+            yield ToolResult(no_hits(query, self.lang), effect=False)
+            return
+        sources = []
+        for hit in hits:
+            source = hit_to_source(hit)
+            sources.append(source)
+            yield source
         text = format_sources(sources, range(1, len(sources) + 1), self.lang)
-        return ToolResult(text, sources=sources, confidence=max(s.confidence for s in sources))
-
+        yield ToolResult(text, sources=sources, confidence=max(s.confidence for s in sources))
 
 def rag_search(kb: Optional[Any], *, k: int = 5, lang: str = "en") -> SearchTool:
     return SearchTool("rag_search", kb, "hybrid", k=k, lang=lang,

@@ -20,18 +20,24 @@ whether its in-memory search index is stale, also when another process wrote the
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from ..errors import KnowledgeBaseError
-from ..private_files import create_private_file, private_dir
-from .chunking import Chunk
+from ...errors import KnowledgeBaseError
+from ...private_files import create_private_file, private_dir
+from ..chunking import Chunk
+from ..live_index import LiveIndex
+from .rows import ChunkRow, DocumentRow
+
+if TYPE_CHECKING:
+    from ..embedders import Embedder
 
 APP_MARKER = "agentmodes-kb"
 SCHEMA_VERSION = 1
@@ -70,39 +76,17 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
-@dataclass(slots=True)
-class DocumentRow:
-    id: int
-    path: str
-    root: str
-    title: str
-    content_hash: str
-    mtime: float
-    size: int
-
-
-@dataclass(slots=True)
-class ChunkRow:
-    id: int
-    doc_id: int
-    position: int
-    title: str
-    heading_path: list[str]
-    text: str
-    text_hash: str
-    source: str
-
-
 def _locked_message(path: Path) -> str:
     return (f"knowledge base {path} is locked by another writer (an ingest still running?); "
             "try again when it has finished")
 
 
-class Store:
+class SQLiteBackend:
     """One connection to one KB file, safe to share between threads (calls are serialised)."""
 
     def __init__(self, path: Path, *, create: bool = True, busy_timeout: float = 5.0) -> None:
         self.path = path
+        self.location = str(path)
         _check_file(path, create)
         try:
             self._conn = sqlite3.connect(str(path), timeout=busy_timeout,
@@ -191,6 +175,17 @@ class Store:
         with self._lock:
             self._conn.close()
 
+    def own_files(self) -> set[str]:
+        """The KB file and SQLite's companions: a KB inside an ingested folder is no document."""
+        base = os.path.abspath(self.path)
+        return {base, base + "-wal", base + "-shm", base + "-journal"}
+
+    def size_bytes(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def search_index(self, load_embedder: Callable[[], Embedder], language: str) -> LiveIndex:
+        return LiveIndex(self, load_embedder, language)
+
     # --- meta ---------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
@@ -274,6 +269,23 @@ class Store:
                 self._bump_revision()
             return bool(deleted)
 
+    def list_documents(self, doc_id: int | None = None) -> list[tuple[DocumentRow, int, str]]:
+        """Documents (all, or the one `doc_id`) with chunk count and ingest time, by path."""
+        where, params = ("WHERE d.id=? ", (doc_id,)) if doc_id is not None else ("", ())
+        rows = self._query(
+            "SELECT d.id, d.path, d.root, d.title, d.content_hash, d.mtime, d.size, "
+            "COUNT(c.id), d.ingested_at FROM documents d LEFT JOIN chunks c ON c.doc_id = d.id "
+            f"{where}GROUP BY d.id ORDER BY d.path", params)
+        return [(DocumentRow(*row[:7]), row[7], row[8]) for row in rows]
+
+    def chunks_of(self, doc_id: int, offset: int = 0, limit: int = -1) -> list[ChunkRow]:
+        """A document's chunks in reading order (`limit` -1: all from `offset`)."""
+        rows = self._query(
+            "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c.text_hash, "
+            "d.path FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.doc_id=? "
+            "ORDER BY c.position LIMIT ? OFFSET ?", (doc_id, limit, offset))
+        return [_chunk_row(row) for row in rows]
+
     # --- chunks -------------------------------------------------------------------------
 
     def chunk_keys(self) -> dict[int, str]:
@@ -321,20 +333,25 @@ class Store:
             "e.text_hash = c.text_hash", (embedder,)))
 
     def chunk_vectors(self, embedder: str, ids: list[int]) -> tuple[list[int], np.ndarray]:
-        """The vectors of the given chunks (those that have one), as (ids, float32 matrix)."""
-        found: list[int] = []
-        blobs: list[bytes] = []
-        for part in _batches(ids):
-            marks = ",".join("?" * len(part))
-            for chunk_id, blob in self._query(
-                    "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = ? AND "
-                    f"e.text_hash = c.text_hash WHERE c.id IN ({marks})", (embedder, *part)):
-                found.append(chunk_id)
-                blobs.append(blob)
-        if not found:
+        """The vectors of the given chunks (those that have one), as (ids, float32 matrix).
+
+        Many ids are fetched with ONE join over all chunks, filtered here: SQLite plans
+        `c.id IN (900 ids)` joined to embeddings as a scan of every embedding per batch, which
+        made the first search at 100k chunks quadratic (14 CPU-s per batch)."""
+        if len(ids) > 900:
+            wanted = set(ids)
+            rows = [row for row in self._query(
+                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = ? AND "
+                "e.text_hash = c.text_hash", (embedder,)) if row[0] in wanted]
+        else:
+            marks = ",".join("?" * len(ids))
+            rows = self._query(
+                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = ? AND "
+                f"e.text_hash = c.text_hash WHERE c.id IN ({marks})", (embedder, *ids))
+        if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32)
-        return found, matrix.reshape(len(found), -1).copy()
+        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+        return [chunk_id for chunk_id, _ in rows], matrix.reshape(len(rows), -1).copy()
 
     def prune_vectors(self) -> int:
         """Forget vectors whose text no chunk has any more (edited or deleted text), so the

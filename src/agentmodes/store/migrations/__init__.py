@@ -1,0 +1,1 @@
+"""Alembic revisions of the application database (see store/migrate.py)."""
