@@ -106,3 +106,29 @@ def test_missing_kb_is_one_line_and_non_zero(tmp_path):
                  replies(tmp_path, ["FINAL ANSWER: x"]))
     assert result.returncode == 1 and "no knowledge base" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_ask_in_chinese(kb_file, tmp_path):
+    llm = replies(tmp_path, ['REFLECTION: 我还不知道营业时间。\nACTION: lexical_search("Öffnungszeiten")',
+                             "REFLECTION: 目标已达成。\nFINAL ANSWER: 周一至周五 9-18 点。[1]"])
+    result = ask("DG代理公司什么时候营业？", "--kb", str(kb_file), "--llm", llm, "--json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[-1]["full_response"] == "周一至周五 9-18 点。[1]"
+    shown = ask("DG代理公司什么时候营业？", "--kb", str(kb_file), "--llm", llm)
+    assert "来源：\n[1] " in shown.stdout
+    forced = ask(QUESTION, "--kb", str(kb_file), "--llm", llm, "--language", "zh", "--json")
+    assert forced.returncode == 0, forced.stderr
+    bad = ask(QUESTION, "--kb", str(kb_file), "--llm", llm, "--language", "fr")
+    assert bad.returncode == 2 and "'auto', 'de', 'en', 'zh'" in bad.stderr
+
+
+def test_ask_plan_and_solve_shows_the_plan(kb_file, tmp_path):
+    llm = replies(tmp_path, ["PLAN:\n1. Öffnungszeiten suchen\n2. Antworten",
+                             'THOUGHT: Schritt 1\nACTION: lexical_search("Öffnungszeiten")',
+                             "THOUGHT: fertig\nFINAL ANSWER: Mo-Fr 9-18 Uhr [1]"])
+    result = ask(QUESTION, "--kb", str(kb_file), "--llm", llm, "--mode", "plan-and-solve")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Mo-Fr 9-18 Uhr [1]")
+    assert "PLAN:\n  1. Öffnungszeiten suchen\n  2. Antworten" in result.stderr
+    assert "plan step 1: Öffnungszeiten suchen" in result.stderr

@@ -127,3 +127,46 @@ def test_task_text_hides_the_scoring_tests():
 def test_unknown_strategy_is_a_clear_error():
     with pytest.raises(ConfigError, match="unknown strategy"):
         parse_strategies("simple,magic")
+
+
+class LearningCoder(FakeCoder):
+    """Writes a real self-test, a wrong first program and the right one once it sees its
+    previous attempt: what separates tests-only from reflexion is then only the lesson."""
+
+    def __init__(self, tasks):
+        super().__init__(tasks)
+        self.prompts: list[str] = []
+
+    def _reply(self, text: str) -> str:
+        self.prompts.append(text)
+        task = self.tasks[0]
+        if "unit tests for the function" in text:
+            return "assert has_close_elements([1.0, 2.0, 3.9, 4.0], 0.3) == True"
+        if "learns from its mistakes" in text:
+            return "I returned None; next time compare each pair of numbers."
+        if "Your previous attempt" in text:
+            return f"```python\n{task.prompt + task.reference}\n```"
+        return f"```python\ndef {task.entry_point}(*args):\n    return None\n```"
+
+
+def test_tests_only_is_reflexion_without_the_lesson_and_shows_the_papers_ablation(tmp_path):
+    tasks = load_humaneval()[:1]
+    model = LearningCoder(tasks)
+    run = run_codegen("humaneval", model, llm_label="fake", limit=1, out_dir=tmp_path,
+                      strategies=parse_strategies("tests-only,reflexion"), show_progress=False)
+    rows = {r["variant"]: r for r in run.report.rows}
+    assert rows["tests-only"]["pass_at_1"] == rows["reflexion"]["pass_at_1"] == 1.0
+    # tests-only: tests, wrong draft, retry; reflexion adds the self-reflection call
+    assert rows["tests-only"]["llm_calls_per_task"] == 3
+    assert rows["reflexion"]["llm_calls_per_task"] == 4
+    retries = [p for p in model.prompts if "Your previous attempt" in p]
+    assert len(retries) == 2
+    ablation, full = retries
+    assert "How it was judged" in ablation and "has_close_elements" in ablation
+    assert "Lessons from your earlier attempts" not in ablation
+    assert "Lessons from your earlier attempts" in full and "compare each pair" in full
+    table = run.paths["md"].read_text()
+    assert "Published (Shinn et al. 2023, Reflexion, Table 4" in table
+    assert "| tests-only (self-written tests, no self-reflection) | 0.60 |" in table
+    published = json.loads(run.paths["json"].read_text())["published"]
+    assert [r["pass_at_1"] for r in published["rows"]] == [0.60, 0.60, 0.68]

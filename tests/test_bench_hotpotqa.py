@@ -93,3 +93,46 @@ def test_cli_bad_input_is_one_line(tmp_path):
         lines = done.stderr.strip().splitlines()
         assert done.returncode == code and len(lines) == 1, (args, done.stderr)
         assert lines[0].startswith("agentmodes: error:")
+
+
+@needs_data(HOTPOTQA)
+def test_gold_context_cot_and_reflexion_beside_the_papers_row(tmp_path):
+    from agentmodes.bench.hotpotqa_gold import gold_context, run_hotpotqa_gold
+
+    question = load_questions()[0]
+    context = gold_context(question)
+    assert context.startswith("VIVA Media: VIVA Media GmbH (until 2004") and \
+        "Gesellschaft mit beschränkter Haftung:" in context
+    assert "Constantin Medien" not in context               # a distractor paragraph
+    wrong = "THOUGHT: It was renamed VIVA Media GmbH.\nFINAL ANSWER: VIVA Media GmbH"
+    right = "THOUGHT: GmbH is the acronym.\nFINAL ANSWER: Gesellschaft mit beschränkter Haftung"
+    llm = ScriptedModel([wrong,                                     # cot
+                         wrong, "I named the company, not what the acronym stands for.",
+                         right])                                    # reflexion
+    report, paths = run_hotpotqa_gold(llm, llm_label="scripted", strategies=["cot", "reflexion"],
+                                      limit=1, out_dir=tmp_path, show_progress=False)
+    rows = {r["variant"]: r for r in report.rows}
+    assert rows["cot"]["em"] == 0.0 and rows["reflexion"]["em"] == 1.0
+    assert rows["reflexion"]["trials_per_task"] == 2 and rows["reflexion"]["llm_calls_per_task"] == 3
+    first = llm.prompts[0][-1]["content"]
+    assert context in first and question.question in first and "shortest possible" in first
+    assert "I named the company" in llm.prompts[3][-1]["content"]    # the lesson in trial 2
+    table = paths["md"].read_text()
+    assert table.startswith("# hotpotqa (gold context)")
+    assert "| CoT (GT) only | 0.61 |" in table and "| CoT (GT) + Reflexion | 0.75 |" in table
+    assert "text-davinci-003" in table
+    assert (tmp_path / "runs" / "hotpotqa_gold" / "scripted.jsonl").is_file()
+
+
+def test_gold_context_cli_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    for args, message in ((["--setting", "gold"], "unknown setting 'gold'"),
+                          (["--strategy", "cot"], "--strategy is for --setting gold-context"),
+                          (["--setting", "gold-context", "--strategy", "tot"],
+                           "unknown strategy tot")):
+        done = subprocess.run([sys.executable, "-m", "agentmodes", "bench", "hotpotqa", *args,
+                               "--out", str(tmp_path)], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and message in done.stderr, done.stderr

@@ -128,7 +128,7 @@ def test_exit_codes_runtime_one_usage_two(kb_file, tmp_path):
 def test_help_shows_choices_and_examples_not_types():
     done = cli("ask", "--help")
     assert done.returncode == 0
-    assert "<act|react|reflact>" in done.stdout and "<lookup|multihop>" in done.stdout
+    assert "<act|react|reflact|plan-and-solve>" in done.stdout and "<lookup|multihop>" in done.stdout
     assert "Examples:" in done.stdout and 'cat notes.md | agentmodes ask' in done.stdout
     assert "<bool>" not in done.stdout
     search = cli("search", "--help").stdout
@@ -153,7 +153,7 @@ def test_completion_scripts(shell, marker):
 def test_completion_offers_commands_and_choices():
     env = {"_AGENTMODES_COMPLETE": "complete_bash", "COMP_WORDS": "agentmodes ask x --mode ",
            "COMP_CWORD": "4"}
-    assert cli(env_extra=env).stdout.split() == ["act", "react", "reflact"]
+    assert cli(env_extra=env).stdout.split() == ["act", "react", "reflact", "plan-and-solve"]
     env.update(COMP_WORDS="agentmodes se", COMP_CWORD="1")
     assert set(cli(env_extra=env).stdout.split()) == {"search", "serve"}
 

@@ -33,7 +33,7 @@ def llm():
     return load_llm(None)       # cached per process and shared: not closed here
 
 
-@pytest.mark.parametrize("mode", ["act", "react", "reflact"])
+@pytest.mark.parametrize("mode", ["act", "react", "reflact", "plan-and-solve"])
 def test_embedded_model_runs_every_mode_well_formed(kb, llm, mode):
     agent = Agent(llm=llm, knowledge=kb,
                   settings=ChatbotSettings(agent_mode=mode, agent_max_iterations=2))
@@ -44,3 +44,6 @@ def test_embedded_model_runs_every_mode_well_formed(kb, llm, mode):
     done = events[-1]
     assert done["usage"]["calls"] >= 1 and done["usage"]["prompt_tokens"] > 0
     assert any(e.get("status") == "observation" for e in events)   # it searched the documents
+    if mode == "plan-and-solve":                # the plan grammar makes the plan readable
+        plan = next(e for e in events if e.get("status") == "plan")
+        assert plan["plan"] and "fallback" not in plan

@@ -166,6 +166,29 @@ def test_upload_of_several_types_in_one_batch(client, tmp_path):
     assert any("Chlorophyll" in h.text for h in kb.search("Chlorophyll", mode="lexical", k=3))
 
 
+def test_uploads_in_any_text_encoding_and_office_formats(client, tmp_path):
+    # The upload path decodes like the CLI: a Windows-1252 note and a UTF-16 one are
+    # accepted and searchable; a Word file is read with its structure.
+    from office_files import make_docx
+
+    files = [("files", ("notiz.md", "# Notiz\n\nDie Fähre nach Föhr fährt stündlich."
+                        .encode("cp1252"), "text/markdown")),
+             ("files", ("utf16.txt", "Grüße aus Nürnberg und Umgebung.".encode("utf-16"),
+                        "text/plain")),
+             ("files", ("handbuch.docx", make_docx(tmp_path / "h.docx").read_bytes(),
+                        "application/octet-stream"))]
+    reply = client.post("/api/chatbots/default/documents", files=files)
+    assert reply.status_code in (200, 201, 202), reply.text
+    job = _wait_job(client, reply.json()["id"])
+    assert job["status"] == "done" and sorted(job["report"]["added"]) == [
+        "handbuch.docx", "notiz.md", "utf16.txt"], job
+    kb = client.app.state.service.knowledge(client.app.state.service.get_chatbot("default"))
+    assert "Föhr" in kb.search("Fähre Föhr", mode="lexical", k=1)[0].text
+    assert "Nürnberg" in kb.search("Grüße Nürnberg", mode="lexical", k=1)[0].text
+    hit = kb.search("Website Preis", mode="lexical", k=1)[0]
+    assert hit.heading_path[-1] == "Preise" and "4.900" in hit.text
+
+
 def test_one_bad_file_rejects_the_whole_batch(client):
     files = [("files", ("good.md", b"# Gut\n\nAlles gut.", "text/markdown")),
              ("files", ("bad.pdf", b"not a pdf", "application/pdf"))]
@@ -178,7 +201,7 @@ def test_one_bad_file_rejects_the_whole_batch(client):
     ("run.exe", b"MZ\x90\x00", "not accepted"),
     ("fake.pdf", b"<html>not a pdf</html>", "not a PDF"),
     ("notes.txt", b"abc\x00\x01\x02", "binary content"),
-    ("latin1.md", "Öffnungszeiten".encode("latin-1"), "not UTF-8"),
+    ("fake.docx", b"# Markdown pretending", "not a DOCX file"),
     ("noextension", b"hello", "no file extension"),
 ])
 def test_upload_rejects_wrong_types(client, name, content, why):

@@ -20,6 +20,7 @@ from .events import Event, Usage
 from .llm.base import ChatModel, Message
 from .modes.act import ACT
 from .modes.loop import Episode, step_grammar
+from .modes.plan_and_solve import PLAN_AND_SOLVE
 from .modes.spec import ModeSpec
 from .modes.react import REACT
 from .modes.reflact import REFLACT
@@ -27,7 +28,7 @@ from .settings import ChatbotSettings
 from .tools.base import Source, Tool
 from .tools.registry import build_tools
 
-STEP_MODES: dict[str, ModeSpec] = {m.name: m for m in (ACT, REACT, REFLACT)}
+STEP_MODES: dict[str, ModeSpec] = {m.name: m for m in (ACT, REACT, REFLACT, PLAN_AND_SOLVE)}
 HistoryTurn = Union[tuple[str, str], Message]
 
 
@@ -89,14 +90,21 @@ class Agent:
                ) -> Iterator[Event]:
         """Events of one run; bad input raises here, before the first event."""
         self._last = self.episode(query, history)
-        return self._last.run()
+        return self._events(self._last, query)
+
+    @staticmethod
+    def _events(episode: Any, query: str) -> Iterator[Event]:
+        """The episode's events, traced by OpenTelemetry when it is configured."""
+        from . import telemetry
+        return telemetry.traced(episode.run(), model=getattr(episode.llm, "name", ""),
+                                mode=episode.spec.name, question=query)
 
     def run(self, query: str, history: Optional[Sequence[HistoryTurn]] = None) -> RunResult:
         episode = self.episode(query, history)
         self._last = episode
         steps: list[Event] = []
         done: dict = {}
-        for event in episode.run():
+        for event in self._events(episode, query):
             if event.get("done"):
                 done = event
             elif "delta" not in event:

@@ -18,6 +18,8 @@ STATUSES = frozenset({
     "thought_delta", "thought", "action_delta", "action", "observation_delta", "observation",
     "adaptive_iteration", "adaptive_response", "max_iterations_reached", "final_answer",
     "parse_error", "repeated_action", "error",
+    # Plan-and-Solve: the plan call before the first iteration
+    "planning", "plan_delta", "plan",
     # Reflection / Reflexion (seeds 001 and 004)
     "trial", "draft", "critique", "refinement", "evaluation", "self_reflection", "memory",
 })

@@ -31,6 +31,7 @@ from .events import Event
 from .private_files import private_dir
 from .review_pass import review_answer
 from .settings import ChatbotSettings
+from .structured_answer import check_schema, schema_of, structure_answer
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
                          IngestJob, NotFoundError, StoredMessage, this_process)
 from .store.users import Principal, User, UserError
@@ -277,13 +278,16 @@ class AgentChatService:
 
     def stream(self, chatbot: str, query: str, *, conversation_id: Optional[str] = None,
                mode: Optional[str] = None, history: Optional[list[dict]] = None,
-               reflect: int = 0, user: Optional[Principal] = None) -> Iterator[Event]:
+               reflect: int = 0, response_format: Optional[dict] = None,
+               user: Optional[Principal] = None) -> Iterator[Event]:
         """Run one question and yield its events; the answer is stored before `done` is yielded.
 
         Closing the generator early (client gone) closes the agent's stream — and with it
         the LLM request — and stores the partial answer as `cancelled`. `history` overrides
         the stored conversation (the OpenAI-compatible API sends its own). `reflect` > 0
-        adds that many Reflection rounds (critique, refine) over the mode's answer. `user`
+        adds that many Reflection rounds (critique, refine) over the mode's answer.
+        `response_format` (OpenAI's json_object / json_schema) turns the final answer into
+        JSON of that shape (structured_answer.py); it is what is stored and yielded. `user`
         owns a new conversation and may only continue its own (admins: any).
         """
         if not 0 <= reflect <= MAX_REFLECTION_ROUNDS:
@@ -291,6 +295,8 @@ class AgentChatService:
         query = (query or "").strip()
         if not query:
             raise ConfigError("the question is empty")
+        if response_format:
+            check_schema(schema_of(response_format))
         bot = self.store.get_chatbot(chatbot)
         settings = self.settings_for(bot, mode)
         if conversation_id:
@@ -303,10 +309,11 @@ class AgentChatService:
                                                   owner=user.owner if user else None)
         if history is None:
             history = self.history(conv.id)
-        return self._run(bot, settings, conv, query, history, reflect)
+        return self._run(bot, settings, conv, query, history, reflect, response_format)
 
     def _run(self, bot: Chatbot, settings: ChatbotSettings, conv: Conversation, query: str,
-             history: list[dict], reflect: int) -> Iterator[Event]:
+             history: list[dict], reflect: int,
+             response_format: Optional[dict] = None) -> Iterator[Event]:
         recorder = TraceRecorder(settings.agent_mode)
         events: Optional[Iterator[Event]] = None
         outcome, error = "cancelled", None
@@ -333,6 +340,8 @@ class AgentChatService:
                             break
                         recorder.add(step)
                         yield step
+                if event.get("done") and response_format:
+                    event = structure_answer(llm, query, event, response_format)
                 recorder.add(event)
                 if event.get("done"):
                     stored = self._save(answer.id, recorder, "complete")

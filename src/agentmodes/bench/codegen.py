@@ -10,6 +10,9 @@ model writes for itself (SelfTests), so no hidden test leaks into a prompt.
 - reflexion:  up to `max_trials` trials; after each failed self-test run a verbal lesson
               goes into the next trial's prompt (seed 004). Memory is per task and in-process:
               a benchmark task must not start with lessons from an earlier run of itself.
+- tests-only: the seed's ablation of reflexion: the same self-written tests and trials, each
+              retry sees its last program with the failing tests, but there is no verbal
+              self-reflection (seed 004: "almost no gain" without it).
 
 MBPP gives a description without a signature; like the common MBPP prompt we show the
 first of its three asserts so the model knows the function's name and call shape.
@@ -34,7 +37,18 @@ from .codedata import load_code_tasks
 from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, write
 from .runs import Job, RunLog, parse_names, results_dir, resumed_note, run_jobs, slug
 
-STRATEGIES = ("simple", "reflection", "reflexion")
+STRATEGIES = ("simple", "reflection", "reflexion", "tests-only")
+# The published ablation next to ours (Shinn et al. 2023, Table 4: HumanEval Rust, the 50
+# hardest problems, GPT-4; seed 004: self-written tests without verbal reflection give
+# almost no gain). Shown as reference rows, never mixed with what this run measured.
+PUBLISHED_ABLATION = [
+    {"variant": "base model (no tests, no reflection)", "pass_at_1": 0.60},
+    {"variant": "tests-only (self-written tests, no self-reflection)", "pass_at_1": 0.60},
+    {"variant": "reflexion (tests and self-reflection)", "pass_at_1": 0.68},
+]
+PUBLISHED_SOURCE = ("Shinn et al. 2023, Reflexion, Table 4 (ablation, HumanEval Rust, 50 "
+                    "hardest problems, GPT-4); seed 004: self-written tests without verbal "
+                    "reflection give almost no gain")
 
 
 @dataclass(slots=True)
@@ -79,10 +93,11 @@ def solve(task: CodeTask, strategy: str, llm: ChatModel,
             code, iterations = result.answer, result.iterations
             extra = {"stop_reason": result.stop_reason,
                      "self_tests_passed": bool(result.evaluation and result.evaluation["passed"])}
-        elif strategy == "reflexion":
+        elif strategy in ("reflexion", "tests-only"):
             actor = LLMActor(llm, kind="code", language="en", max_tokens=settings.max_tokens)
             result = Reflexion(llm, actor, self_tests, max_trials=settings.max_trials,
-                               language="en").run(text, eval_task=task, task_key=task.task_id)
+                               language="en", verbal=strategy == "reflexion").run(
+                                   text, eval_task=task, task_key=task.task_id)
             code, iterations = result.answer, len(result.trials)
             extra = {"stop_reason": "evaluator_passed" if result.success else "max_trials",
                      "self_tests_passed": result.success,
@@ -146,6 +161,8 @@ def run_codegen(benchmark: str, llm: ChatModel, *, llm_label: str, strategies: S
               else str(log.path), "resumed": resumed_note(records)},
         tasks=[{k: r.get(k) for k in ("task_id", "variant", "passed", "llm_calls",
                                         "iterations", "time_s", "error")} for r in records])
+    if "tests-only" in strategies:             # the ablation: the paper's rows beside ours
+        report.reference, report.reference_source = PUBLISHED_ABLATION, PUBLISHED_SOURCE
     stem = f"{benchmark}_{slug(llm_label)}" + (f"_limit{limit}" if limit is not None else "")
     paths = write(report, out_dir, stem)
     return CodegenRun(report, paths, log.path)

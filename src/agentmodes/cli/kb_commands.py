@@ -15,6 +15,8 @@ from typing import Literal, Optional
 import typer
 
 from ..knowledge.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, HEADING_SEPARATOR
+from ..knowledge.extract import FORMAT_NAMES
+from ..knowledge.web_pages import is_url
 from . import output
 from .main import RUNTIME, app, fail
 
@@ -30,7 +32,9 @@ def kb_path(option: Optional[Path]) -> Path:
 
 @app.command()
 def ingest(
-    paths: list[Path] = typer.Argument(..., help="Files and folders (Markdown, text, HTML, PDF)."),
+    paths: list[str] = typer.Argument(..., metavar="PATH|URL...", help=(
+        "Files, folders and web pages or sitemaps (http:// or https://). Formats: "
+        + FORMAT_NAMES + ".")),
     kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
     no_embed: bool = typer.Option(False, "--no-embed",
                                   help="Store text only (searchable lexically); embed later."),
@@ -50,13 +54,14 @@ def ingest(
     Examples:
       agentmodes ingest docs/ notes.md --kb kb.db
       agentmodes ingest docs/ --kb kb.db --no-embed      # text only; embed on the next run
+      agentmodes ingest https://example.com/sitemap.xml --kb kb.db
       agentmodes ingest docs/ --kb kb.db --json | jq 'select(.type == "summary")'
     """
     from ..knowledge.base import KnowledgeBase
 
     output.set_quiet(quiet)
     path = kb_path(kb)
-    if not path.exists() and not any(Path(p).expanduser().exists() for p in paths):
+    if not path.exists() and not any(is_url(p) or Path(p).expanduser().exists() for p in paths):
         # Nothing to read and no KB yet: do not leave an empty KB file behind.
         raise fail(f"nothing to ingest: {', '.join(map(str, paths))} not found "
                    f"(no knowledge base was created at {path})", RUNTIME)

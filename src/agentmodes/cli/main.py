@@ -73,6 +73,7 @@ def main(
       agentmodes search "opening hours" --kb kb.db --json | jq .title
       agentmodes ask "Wann hat die DG Agentur geöffnet?" --kb kb.db --mode react
       cat notes.md | agentmodes ask "Summarise the open points" -
+      agentmodes chat --kb kb.db -c
     """
     output.set_quiet(quiet)
 
@@ -89,6 +90,9 @@ def _register() -> None:
     from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
     from . import users_command  # noqa: F401  users add, list, remove, rotate
     from . import completion  # noqa: F401  completion
+    from . import docs_command  # noqa: F401  docs list, show, rm
+    from . import chat_command  # noqa: F401  chat
+    from . import mcp_command  # noqa: F401  mcp
 
 
 def _error(message: str, code: int) -> None:

@@ -28,6 +28,7 @@ from .main import app, fail
 
 STRATEGIES = ("reflection", "reflexion")
 EVALUATORS = ("auto", "tests", "reviewer", "heuristic")
+ACTORS = ("direct", "cot", "plan-and-solve")
 KINDS = ("auto", "code", "text")
 _CODE_WORDS = re.compile(r"\b(python|function|code|program|script|implement|class|"
                          r"funktion|programm|skript)\b", re.IGNORECASE)
@@ -88,7 +89,14 @@ def reflect(
     llm: Optional[str] = typer.Option(None, "--llm", help=(
         "local (default, embedded model) | GGUF_PATH | openai:MODEL; default $AGENTMODES_LLM")),
     kind: str = typer.Option("auto", "--kind", help="auto | code | text"),
-    focus: Optional[str] = typer.Option(None, "--focus", help="What the reviewer looks for."),
+    focus: Optional[str] = typer.Option(None, "--focus", help=(
+        "What the reviewer looks for; 'efficiency' is seed 001's reviewer for code (strict, "
+        "time complexity, a better algorithm such as a sieve, 'no improvement needed' only "
+        "when optimal)")),
+    language: str = typer.Option("auto", "--language", help="auto | de | en | zh (prompts)"),
+    actor: str = typer.Option("direct", "--actor", help=(
+        "without --kb, who writes the attempts: direct (one prompt), cot (chain-of-thought: "
+        "reasoning, then the answer), plan-and-solve (a plan, then the solution)")),
     memory: Optional[Path] = typer.Option(None, "--memory", help=(
         "reflexion: SQLite file of the lessons per task (default $AGENTMODES_MEMORY or "
         "~/.local/share/agentmodes/memory.db)")),
@@ -101,7 +109,8 @@ def reflect(
                                   "trial may take"),
     kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
                                       "knowledge base; the loop works on its final answer."),
-    mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact"),
+    mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact | "
+                             "plan-and-solve (the agent that writes the first attempt)"),
     as_json: bool = typer.Option(False, "--json", help=output.JSON_HELP),
     quiet: bool = output.QUIET_OPTION,
 ) -> None:
@@ -125,25 +134,30 @@ def reflect(
         raise fail(f"unknown kind {kind!r} (choose {', '.join(KINDS)})")
     if not 0 <= max_iterations <= 20 or (strategy == "reflexion" and max_iterations < 1):
         raise fail("--max-iterations must be between 0 (1 for reflexion) and 20")
-    if kb is not None and mode not in ("act", "react", "reflact"):
-        raise fail(f"unknown mode {mode!r} (choose act, react or reflact)")
+    if actor not in ACTORS:
+        raise fail(f"unknown actor {actor!r} (choose {', '.join(ACTORS)})")
+    if language not in ("auto", "de", "en", "zh"):
+        raise fail(f"unknown language {language!r} (choose auto, de, en or zh)")
+    if kb is not None and mode not in ("act", "react", "reflact", "plan-and-solve"):
+        raise fail(f"unknown mode {mode!r} (choose act, react, reflact or plan-and-solve)")
     judges = _evaluator_names(evaluator, kb)
-    kind = "text" if kb is not None else _kind(kind, task)
+    kind = "text" if kb is not None or actor == "cot" else _kind(kind, task)
     output.set_quiet(quiet)
     model = load_llm(llm)
     view = ReflectView(as_json)
     test_suite, intro = _tests_evaluator(tests, kind, task, model)
     view.extra_usage(intro)
-    with _actor(model, kind, kb, mode) as actor:
+    with _actor(model, kind, kb, mode, language, actor) as actor:
         if strategy == "reflection":
             events = Reflection(model, actor, kind=kind, max_iterations=max_iterations,
-                                focus=focus, evaluator=test_suite).stream(task)
+                                focus=focus, evaluator=test_suite,
+                                language=language).stream(task)
             view.show(intro, events)
         else:
-            judge = _judge(judges, test_suite, lambda: Reviewer(model, kind=kind, focus=focus),
-                           max_steps)
+            judge = _judge(judges, test_suite, lambda: Reviewer(model, kind=kind, focus=focus,
+                                                                language=language), max_steps)
             _reflexion(model, actor, judge, task, max_iterations, memory, no_memory, view,
-                       intro)
+                       intro, language)
 
 
 def _evaluator_names(text: str, kb: Optional[Path]) -> list[str]:
@@ -174,12 +188,19 @@ def _judge(names: list[str], tests: Any, reviewer: Any, max_steps: int) -> Any:
 
 
 @contextmanager
-def _actor(model: Any, kind: str, kb: Optional[Path], mode: str):
+def _actor(model: Any, kind: str, kb: Optional[Path], mode: str, language: str = "auto",
+           strategy: str = "direct"):
     """A prompt actor, or an agent over the knowledge base (closed afterwards)."""
     from ..modes.actors import AgentActor, LLMActor
+    from ..modes.prompt_actors import ChainOfThoughtActor, PlanAndSolveActor
 
     if kb is None:
-        yield LLMActor(model, kind=kind)
+        if strategy == "cot":
+            yield ChainOfThoughtActor(model, language=language)
+        elif strategy == "plan-and-solve":
+            yield PlanAndSolveActor(model, kind=kind, language=language)
+        else:
+            yield LLMActor(model, kind=kind, language=language)
         return
     from ..knowledge.base import KnowledgeBase
     from ..settings import ChatbotSettings
@@ -187,14 +208,15 @@ def _actor(model: Any, kind: str, kb: Optional[Path], mode: str):
 
     base = KnowledgeBase.open(kb_path(kb), create=False)
     try:
-        yield AgentActor(llm=model, knowledge=base, settings=ChatbotSettings(agent_mode=mode))
+        yield AgentActor(llm=model, knowledge=base, language=language,
+                         settings=ChatbotSettings(agent_mode=mode, language=language))
     finally:
         base.close()
 
 
 def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
                memory: Optional[Path], no_memory: bool, view: "ReflectView",
-               intro: list[dict]) -> None:
+               intro: list[dict], language: str = "auto") -> None:
     from ..modes.reflexion import Reflexion
 
     store = None
@@ -204,7 +226,8 @@ def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
         path.parent.mkdir(parents=True, exist_ok=True)
         store = ReflexionMemoryStore(path)
     try:
-        events = Reflexion(model, actor, judge, max_trials=trials, memory=store).stream(task)
+        events = Reflexion(model, actor, judge, max_trials=trials, memory=store,
+                           language=language).stream(task)
         view.show(intro, events)
     finally:
         if store is not None:
@@ -263,6 +286,9 @@ class ReflectView:
         elif s == "evaluation" and e.get("phase"):
             self._block(f"Unit tests ({len(e['tests'])})", "\n".join(e["tests"]), "dim")
         elif s == "draft":
+            if e.get("plan"):
+                self._block("Plan", "\n".join(f"{n}. {t}" for n, t in enumerate(e["plan"], 1)),
+                            "cyan")
             self._block(f"Draft{' (trial ' + str(e['trial']) + ')' if 'trial' in e else ''}",
                         e["content"])
         elif s == "evaluation":

@@ -31,6 +31,7 @@ from .embedders import Embedder, get_embedder
 from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
 from .backends import Backend, open_backend
 from .types import DocumentInfo, Hit, IngestReport, Passage
+from .web_pages import ingest_urls, is_url
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
 DEFAULT_EMBED_BATCH = 32
@@ -170,8 +171,13 @@ class KnowledgeBase:
         vector exists; an embedding failure keeps the text and says how to finish the job.
         """
         self._store.set_chunking(self.chunking.size, self.chunking.overlap)
-        report = ingest_paths(self._store, as_path_list(paths), chunking=self.chunking,
-                              progress=progress, force=force)
+        given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        urls = [p for p in given if is_url(p)]          # web pages and sitemaps
+        report = ingest_paths(self._store, as_path_list([p for p in given if not is_url(p)]),
+                              chunking=self.chunking, progress=progress, force=force)
+        if urls:
+            ingest_urls(self._store, urls, chunking=self.chunking, report=report,
+                        progress=progress, force=force)
         if embed:
             try:
                 report.embedded = self.embed_pending(progress)
@@ -260,6 +266,15 @@ class KnowledgeBase:
     def document(self, doc_id: int) -> DocumentInfo | None:
         found = self._store.list_documents(doc_id)
         return _document_info(*found[0]) if found else None
+
+    def remove_document(self, doc_id: int) -> bool:
+        """Delete one document with its chunks (`agentmodes docs rm`); False if absent.
+        A later ingest of the same file adds it again."""
+        info = self.document(doc_id)
+        if info is None or not self._store.remove_document(info.path):
+            return False
+        self._store.prune_vectors()
+        return True
 
     def passages(self, doc_id: int, offset: int = 0, limit: int | None = None) -> list[Passage]:
         """The document's passages in reading order, `limit` of them from `offset`."""

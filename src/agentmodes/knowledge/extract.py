@@ -12,30 +12,19 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from .extract_types import Block, Extracted, UnreadableFile  # noqa: F401  (re-exported)
+from .formats import OFFICE_SUFFIXES, TABLE_SUFFIXES, ZIP_SIGNATURE, reader_for
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
 TEXT_SUFFIXES = {".txt", ".text", ".rst"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
-SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
-
-
-class UnreadableFile(Exception):
-    """The file cannot be turned into text; str(err) is the reason shown to the user."""
-
-
-@dataclass(slots=True)
-class Block:
-    text: str
-    heading_path: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Extracted:
-    title: str
-    blocks: list[Block]
+SUPPORTED_SUFFIXES = (MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
+                      | OFFICE_SUFFIXES | TABLE_SUFFIXES)
+FORMAT_NAMES = ("Markdown, plain text, HTML, PDF, Word (.docx), PowerPoint (.pptx), "
+                "Excel (.xlsx), EPUB, CSV/TSV")
 
 
 def is_supported(path: Path) -> bool:
@@ -49,6 +38,8 @@ def extract(path: Path, data: bytes) -> Extracted:
         raise UnreadableFile("empty file")
     if suffix in PDF_SUFFIXES:
         result = _extract_pdf(path, data)
+    elif (reader := reader_for(suffix)) is not None:
+        result = _read_format(reader, suffix, path, data)
     elif suffix in HTML_SUFFIXES:
         result = _extract_html(path, decode_text(data, sniff_binary=True))
     elif suffix in MARKDOWN_SUFFIXES:
@@ -61,6 +52,43 @@ def extract(path: Path, data: bytes) -> Extracted:
     if not result.blocks:
         raise UnreadableFile("no extractable text")
     return result
+
+
+def _read_format(reader, suffix: str, path: Path, data: bytes) -> Extracted:
+    """A reader from formats/: a damaged file is a skip with a reason, never a crash (the
+    zip and XML libraries raise many exception types on broken files)."""
+    if suffix in OFFICE_SUFFIXES and not data.startswith(ZIP_SIGNATURE):
+        raise UnreadableFile(f"not a {suffix[1:].upper()} file (no zip container)")
+    try:
+        return reader(path.stem, data)
+    except UnreadableFile:
+        raise
+    except Exception as err:  # noqa: BLE001 - see docstring
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UnreadableFile(f"damaged {suffix[1:].upper()} file: {detail[:160]}") from None
+
+
+def content_problem(suffix: str, head: bytes) -> str | None:
+    """Why the first bytes of a file cannot be what its suffix says, or None.
+
+    For uploads, which are checked before they are stored: binary formats by signature,
+    text by the same rules ingest decodes it with (any encoding, but no binary content);
+    the full decoding happens at ingest.
+    """
+    suffix = suffix.lower()
+    if suffix in PDF_SUFFIXES:
+        return None if head.startswith(b"%PDF-") else "content is not a PDF file"
+    if suffix in OFFICE_SUFFIXES:
+        return None if head.startswith(ZIP_SIGNATURE) else \
+            f"content is not a {suffix[1:].upper()} file"
+    if _looks_like_utf16(head):
+        return None
+    if b"\x00" in head:
+        return "binary content in a text file type"
+    sample = head.decode("latin-1")
+    if sample and len(_CONTROL.findall(sample)) > 0.05 * len(sample):
+        return "binary content in a text file type"
+    return None
 
 
 # --- text decoding -----------------------------------------------------------------------
@@ -78,18 +106,43 @@ def decode_text(data: bytes, sniff_binary: bool = True) -> str:
     if sniff_binary and b"\x00" in head and not _looks_like_utf16(head):
         raise UnreadableFile("binary content, not text")
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode("utf-16") if _looks_like_utf16(head) else data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        from charset_normalizer import from_bytes
+        text = _western(data)
+        if text is None:
+            from charset_normalizer import from_bytes
 
-        best = from_bytes(data).best()
-        if best is None:
-            raise UnreadableFile("not text: unknown or binary encoding") from None
-        text = str(best)
+            best = from_bytes(data).best()
+            if best is None:
+                raise UnreadableFile("not text: unknown or binary encoding") from None
+            text = str(best)
     sample = text[:65536]
     if sample and len(_CONTROL.findall(sample)) > 0.05 * len(sample):
         raise UnreadableFile("binary content, not text")
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# Non-ASCII characters of German, French, Spanish, ... text in Windows-1252 / Latin-1.
+_WESTERN = set("äöüÄÖÜßéèêëàâáíìîïóòôúùûçñÉÈÊÀÂÇÑÓÚ€„“”‚‘’–—…«»°§²³µ·×")
+
+
+def _western(data: bytes) -> str | None:
+    """Windows-1252, when the text reads as Western European text in it.
+
+    charset_normalizer guesses badly on short files: a three-line German CSV in cp1252
+    came back as cp775 ("N³rnberg"). cp1252 is by far the most common legacy encoding of
+    the documents this KB reads, so it is taken when every non-ASCII character decodes to a
+    common Western letter or sign and such characters are a small share of the letters;
+    Cyrillic, Greek or Central European text fails that test and goes to the detector."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    letters = sum(ch.isalpha() for ch in text)
+    special = [ch for ch in text if ord(ch) > 127]
+    if not special or any(ch not in _WESTERN for ch in special):
+        return None
+    return text if len(special) <= 0.15 * max(letters, 1) else None
 
 
 def _looks_like_utf16(head: bytes) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import AgentModesError
 from .backends import Backend
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_blocks
-from .extract import UnreadableFile, extract, is_supported
+from .extract import FORMAT_NAMES, UnreadableFile, extract, is_supported
 from .types import IngestReport, SkippedFile
 
 # progress(phase, done, total, label): phase is "read" while files are stored and "embed"
@@ -124,7 +124,7 @@ def _walk(folder: Path, report: IngestReport, ignore: set[str]) -> list[Path]:
 
 def _unsupported(path: Path) -> str:
     return (f"unsupported file type '{path.suffix.lower() or 'no extension'}' "
-            "(supported: Markdown, plain text, HTML, PDF)")
+            f"(supported: {FORMAT_NAMES})")
 
 
 def _ingest_file(store: Backend, task: _Task, chunking: ChunkingOptions, force: bool,

@@ -51,13 +51,17 @@ class ChatChunk:
 class GenerationOptions:
     """Per-call options. `grammar` is a GBNF grammar: the embedded backend enforces it, an
     OpenAI-compatible backend forwards it as llama.cpp server's `grammar` field only when
-    configured to, and otherwise ignores it (the parser tolerates free text)."""
+    configured to, and otherwise ignores it (the parser tolerates free text).
+    `response_format` is OpenAI's ({"type": "json_object"} or {"type": "json_schema",
+    "json_schema": {"name", "schema"}}): forwarded as is by an OpenAI-compatible backend,
+    enforced by the embedded backend as a grammar made from the schema."""
 
     stop: Optional[list[str]] = None
     max_tokens: Optional[int] = None
     temperature: float = 0.0
     tools: Optional[list[ToolSpec]] = None
     grammar: Optional[str] = None
+    response_format: Optional[dict[str, Any]] = None
 
 
 @runtime_checkable

@@ -21,8 +21,9 @@ Why the shapes are as they are:
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..errors import ConfigError
 
@@ -88,3 +89,32 @@ def _line(rule: str, max_chars: int, *, quoted: bool = False) -> str:
     body = '[^"\\n]' if quoted else "[^\\n]"
     first = '[^" \\n]' if quoted else "[^ \\n]"
     return f"{rule} ::= {first} {body}{{0,{max_chars - 1}}}"
+
+
+def json_grammar(response_format: dict[str, Any]) -> str | None:
+    """The GBNF grammar for an OpenAI `response_format`: any JSON object for "json_object",
+    the schema's shape for "json_schema", None for "text".
+
+    llama-cpp-python's own converter is used (it covers types, required properties, enums,
+    arrays, nested objects, $ref and anyOf), since writing a JSON Schema compiler is not
+    this project's job; a schema it cannot convert is a one-line ConfigError.
+    """
+    kind = (response_format or {}).get("type", "text")
+    if kind == "text":
+        return None
+    try:
+        from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
+    except ImportError:
+        raise ConfigError("structured output on the embedded model needs llama-cpp-python "
+                          "(pip install 'agentmodes[local]')") from None
+    if kind == "json_object":
+        return JSON_GBNF
+    if kind != "json_schema":
+        raise ConfigError(f"response_format type {kind!r} is not supported "
+                          "(use text, json_object or json_schema)")
+    schema = ((response_format.get("json_schema") or {}).get("schema")) or {"type": "object"}
+    try:
+        return json_schema_to_gbnf(json.dumps(schema))
+    except Exception as err:   # the converter raises bare exceptions on what it cannot do
+        raise ConfigError(f"this JSON schema cannot be turned into a grammar: "
+                          f"{type(err).__name__}: {err}") from None

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import ConfigError, LLMError
 from ..events import Usage
 from .base import ChatChunk, GenerationOptions, Message
+from .grammars import json_grammar
 
 DEFAULT_N_CTX = 4096
 DEFAULT_MAX_TOKENS = 512
@@ -163,10 +164,12 @@ class LlamaCppModel:
 
         from .llama_sampling import GrammarConstraint, TextAssembler, choose, token_bytes
 
-        grammar = (GrammarConstraint(self._vocab, self._n_vocab, options.grammar)
-                   if options.grammar else None)
+        grammar_text = options.grammar or (json_grammar(options.response_format)
+                                           if options.response_format else None)
+        grammar = (GrammarConstraint(self._vocab, self._n_vocab, grammar_text)
+                   if grammar_text else None)
         try:
-            forced = self._force_opening(grammar, options.grammar) if grammar else []
+            forced = self._force_opening(grammar, grammar_text) if grammar else []
             prompt = prompt + forced    # the label counts as prompt: the model did not choose it
             n_ctx = self._llm.n_ctx()
             if len(prompt) >= n_ctx:

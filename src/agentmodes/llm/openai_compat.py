@@ -133,6 +133,8 @@ class OpenAICompatModel:
             body["tools"] = [t.to_openai() for t in options.tools]
         if options.grammar and self.supports_grammar:
             body["grammar"] = options.grammar
+        if options.response_format:
+            body["response_format"] = options.response_format
         return body
 
     def _http_failure(self, response: httpx.Response) -> tuple[str, Optional[float]]:

@@ -1,7 +1,10 @@
 """Actors: what produces the attempts that Reflection critiques and Reflexion evaluates.
 
-Seed 004: the Actor is an LLM whose strategy may be a plain prompt or a ReAct-style agent;
-Reflexion sits on top of it. Every actor answers `act(task, lessons, previous)`:
+Seed 004: the Actor is an LLM whose strategy may be a plain prompt, chain-of-thought or a
+ReAct-style agent; Reflexion sits on top of it. Seed 001: Reflection's first attempt comes
+from ReAct or Plan-and-Solve. LLMActor (a plain prompt) and AgentActor (any chat mode,
+plan-and-solve included) are here; the tool-less ChainOfThoughtActor and PlanAndSolveActor
+are in prompt_actors.py. Every actor answers `act(task, lessons, previous)`:
 `lessons` are the long-term reflections to apply, `previous` the last trial (its attempt and
 how it was judged) as short-term memory. Reflection's first draft is `act(task)`.
 """
@@ -80,6 +83,7 @@ _EVENT_LINES = {
     "reflection": lambda e: f"Reflection: {e.get('reflection', '')}",
     "action": lambda e: f"Action: {e.get('action')}({str(e.get('param', '')).strip()!r})",
     "observation": lambda e: "Observation: " + " ".join(str(e.get("result_preview", "")).split())[:500],
+    "plan": lambda e: "Plan: " + " ".join(f"{n}. {s}" for n, s in enumerate(e.get("plan", []), 1)),
     "parse_error": lambda e: f"(unparsable step: {e.get('message', '')})",
     "repeated_action": lambda e: f"(stopped: {e.get('action')} repeated {e.get('count')} times)",
     "max_iterations_reached": lambda e: "(the iteration limit was reached)",
@@ -138,6 +142,8 @@ class AgentActor:
         trajectory = render_steps(steps)
         answer = str(getattr(run, "answer", "") or "")
         trajectory = f"{trajectory}\nAnswer: {answer}".strip()
+        plan = next((list(e.get("plan") or []) for e in steps
+                     if isinstance(e, dict) and e.get("status") == "plan"), [])
         return Attempt(output=answer, usage=usage_of(getattr(run, "usage", None)),
                        context=render_sources(sources), trajectory=trajectory,
-                       sources=sources, run=run)
+                       sources=sources, run=run, plan=plan)

@@ -60,7 +60,7 @@ def step_grammar(spec: ModeSpec, llm: ChatModel, tool_names: Sequence[str]) -> O
         from ..llm.grammars import step_grammar as build
     except ImportError:
         return None
-    return build(spec.name, list(tool_names))
+    return build(spec.step_format or spec.name, list(tool_names))
 
 
 class Episode(AnswerWriter):
@@ -102,6 +102,8 @@ class Episode(AnswerWriter):
         self.searched_question = False
         self.tool_runs = 0
         self.steps: list[dict] = []        # the finished steps, as the iteration event shows
+        self.plan: Optional[list[str]] = None    # Plan-and-Solve: the steps, and which is next
+        self.plan_pos = 0
         self.started = time.perf_counter()
         self._delta_status = {"reasoning": (f"{spec.reasoning}_delta" if spec.reasoning
                                             else "action_delta"), "action": "action_delta"}
@@ -114,12 +116,26 @@ class Episode(AnswerWriter):
         repeats = 0
         fed_back = False
         reason = "max_iterations"
+        announced = -1
+        if spec.plans:
+            from .plan_and_solve import make_plan
+            yield from make_plan(self, self.options.grammar is not None)
         for it in range(1, self.max_iterations + 1):
+            if self.plan is not None and self.plan_pos >= len(self.plan):
+                reason = "plan_complete"
+                break
             self.iterations = it
             event = {"status": "iteration", "iteration": it, "max": self.max_iterations,
                      "steps": list(self.steps)}
             if spec.goal_in_events:
                 event["goal"] = self.goal
+            if self.plan is not None:
+                event["plan_step"] = self.plan_pos + 1
+                event["plan_text"] = self.plan[self.plan_pos]
+                if announced != self.plan_pos:
+                    from .plan_and_solve import announce_step
+                    announce_step(self)
+                    announced = self.plan_pos
             yield event
             yield {"status": spec.start_status, "iteration": it}
             try:
@@ -201,6 +217,8 @@ class Episode(AnswerWriter):
             self.steps.append({**record, "action": action.name, "param": action.argument,
                                **({"forced": forced} if forced else {}),
                                "observation": preview})
+            if self.plan is not None and not forced:
+                self.plan_pos += 1              # this step of the plan is carried out
             if result.ends_episode:
                 yield from self._finish(result.text, it)
                 return

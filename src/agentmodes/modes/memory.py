@@ -20,6 +20,9 @@ _LABELS = {
            "evaluation": "--- Test results ---"},
     "de": {"execution": "--- Vorheriger Versuch ---", "reflection": "--- Rückmeldung des Prüfers ---",
            "evaluation": "--- Testergebnisse ---"},
+    # seed 001/004's own labels ("--- 上一轮尝试 ---", "--- 评审员反馈 ---")
+    "zh": {"execution": "--- 上一轮尝试 ---", "reflection": "--- 评审员反馈 ---",
+           "evaluation": "--- 测试结果 ---"},
 }
 
 

@@ -16,9 +16,10 @@ from .spec import ModeSpec
 _PART_RE = re.compile(
     r"(?im)^[ \t]*(?:\d\.[ \t]*)?(?:[-*][ \t]*)?\**(?P<label>aktueller zustand|current state|"
     r"letzte entdeckung|last discovery|ziel-relation|zielrelation|relation to (?:the )?goal|"
-    r"goal relation)\**[ \t]*:")
-_PART_NAMES = {"aktueller zustand": "state", "current state": "state",
-               "letzte entdeckung": "discovery", "last discovery": "discovery"}
+    r"goal relation|当前状态|最新发现|目标关系)\**[ \t]*[:：]")
+_PART_NAMES = {"aktueller zustand": "state", "current state": "state", "当前状态": "state",
+               "letzte entdeckung": "discovery", "last discovery": "discovery",
+               "最新发现": "discovery"}
 
 
 def reflection_parts(text: str) -> dict[str, str]:

@@ -5,12 +5,21 @@
     O_{i+1} = refine(task, O_i, F_i)
 
 The loop stops when the reviewer finds nothing more to improve, or after `max_iterations`
-critiques. The seed stops on the substring "无需改进" ("no improvement needed"); that breaks
-as soon as the reviewer writes another language or quotes the phrase. Here the reviewer ends
-with a JSON verdict {"verdict": "pass"|"revise", "issues": [...]}, read tolerantly; a backend
-that enforces grammars gets a GBNF grammar so even a small model emits a parsable verdict.
-If an evaluator (tests) is given, its result is shown to the reviewer and a failing test
-overrides a "pass": the work is not done while its tests fail.
+critiques. Two ways to say so, read by parse_verdict:
+- the seed's: the reviewer writes "无需改进" ("no improvement needed"), in the prompt's
+  language or a close variant ("No improvement needed", "Keine Verbesserung nötig",
+  "不需要进一步改进", ...), as the seed's reviewer does in its second critique of the primes
+  example ("一般情况下无需改进") after naming further refinements;
+- a JSON verdict {"verdict": "pass"|"revise", "issues": [...]} at the end of the critique,
+  which the default reviewer asks for; a backend that enforces grammars gets a GBNF grammar
+  so even a small model emits one. Where both appear, the JSON verdict decides (a reviewer
+  quoting the phrase while asking for a revision has not passed the work).
+`focus="efficiency"` is the seed's own reviewer for code (prompts/selfcorrect/
+review_efficiency.*.md, verbatim in Chinese): extremely strict, analyses the time
+complexity, proposes an algorithmically better solution such as a sieve, and says "no
+improvement needed" only when the code is optimal. If an evaluator (tests) is given, its
+result is shown to the reviewer and a failing test overrides a "pass": the work is not done
+while its tests fail.
 """
 
 from __future__ import annotations
@@ -33,6 +42,22 @@ from .self_correction import (Attempt, complete, evaluate_attempt, extract_code,
 HISTORY_RECORDS = 4     # earlier records the reviewer sees: about the last two rounds
 DEFAULT_FOCUS = "factual errors, logic gaps, missed edge cases, and efficiency"
 CODE_FOCUS = "correctness, edge cases, and algorithmic efficiency (time complexity)"
+EFFICIENCY = "efficiency"           # --focus efficiency: the seed's reviewer
+
+# "No improvement needed" as reviewers write it (seed 001: "无需改进"), in each prompt language.
+_NO_IMPROVEMENT = re.compile(
+    r"无[需须](?:再|进一步|任何)?(?:的)?改进|不(?:再)?需要(?:再|进一步|任何)?(?:的)?改进"
+    r"|没有(?:什么|任何)?(?:需要|可以)(?:再)?改进"
+    r"|\bno (?:further |more )?improvements? (?:is |are )?(?:needed|necessary|required)\b"
+    r"|\bno need for (?:any )?(?:further )?improvements?\b|\bnothing (?:left )?to improve\b"
+    r"|\bkeine (?:weitere[n]? )?verbesserung(?:en)? (?:ist |sind )?(?:mehr )?"
+    r"(?:nötig|notwendig|erforderlich)\b|\bnichts (?:mehr )?zu verbessern\b",
+    re.IGNORECASE)
+
+
+def no_improvement_needed(text: str) -> bool:
+    """Seed 001's convergence test, in any prompt language and close variants."""
+    return bool(_NO_IMPROVEMENT.search(text or ""))
 
 # The reviewer's verdict as JSON only: issues first, so the model names problems before it
 # decides. Bounded lengths keep a small model from rambling until max_tokens.
@@ -54,6 +79,7 @@ class Verdict:
     verdict: Optional[str]        # "pass", "revise", or None when none could be read
     issues: list[str]
     critique: str                 # the feedback text handed to the refiner
+    source: Optional[str] = None  # how it was read: "json", "phrase", "line"
 
     @property
     def passed(self) -> bool:
@@ -71,8 +97,9 @@ def _norm_verdict(value: Any) -> Optional[str]:
 
 def parse_verdict(text: str) -> Verdict:
     """Read the reviewer's reply: the last JSON object with a "verdict" key (code fences and
-    surrounding prose allowed), else a "verdict: pass" line. When no verdict can be read,
-    `verdict` is None, which never counts as a pass: the loop keeps refining to its limit."""
+    surrounding prose allowed), else the seed's "no improvement needed" phrase (a pass),
+    else a "verdict: pass" line. When no verdict can be read, `verdict` is None, which
+    never counts as a pass: the loop keeps refining to its limit."""
     decoder = json.JSONDecoder()
     found: Optional[tuple[int, dict]] = None
     for match in re.finditer(r"\{", text):
@@ -91,10 +118,12 @@ def parse_verdict(text: str) -> Verdict:
         # The refiner needs both: the prose explains, the issues list what to change.
         missing = [i for i in issues if i not in prose]
         critique = "\n".join(p for p in (prose, "\n".join(f"- {i}" for i in missing)) if p)
-        return Verdict(_norm_verdict(lower.get("verdict")), issues, critique)
+        return Verdict(_norm_verdict(lower.get("verdict")), issues, critique, "json")
+    if no_improvement_needed(text):
+        return Verdict("pass", [], text.strip(), "phrase")
     line = re.search(r"verdict\W{0,3}\s*([A-Za-z_ ]{2,20})", text, re.IGNORECASE)
     verdict = _norm_verdict(line.group(1).split()[0]) if line else None
-    return Verdict(verdict, [], text.strip())
+    return Verdict(verdict, [], text.strip(), "line" if verdict else None)
 
 
 class Reviewer:
@@ -105,6 +134,8 @@ class Reviewer:
     def __init__(self, llm: ChatModel, *, kind: str = "text", focus: Optional[str] = None,
                  language: str = "auto", max_tokens: int = 768):
         self.llm, self.kind, self.language, self.max_tokens = llm, kind, language, max_tokens
+        # The seed's efficiency reviewer is a code reviewer; for text it is just a focus.
+        self.seed_reviewer = (focus or "").strip().lower() == EFFICIENCY and kind == "code"
         self.focus = focus or (CODE_FOCUS if kind == "code" else DEFAULT_FOCUS)
 
     def review(self, task: str, attempt: Attempt, evaluation: Optional[Evaluation] = None,
@@ -116,6 +147,11 @@ class Reviewer:
         context = prompt("context", lang, sources=attempt.context) if attempt.context else ""
         tests = prompt("evaluation", lang, feedback=evaluation.feedback) if evaluation else ""
         earlier = prompt("history", lang, trajectory=history) if history.strip() else ""
+        if self.seed_reviewer:          # free text; it converges with "no improvement needed"
+            reply = complete(self.llm, prompt("review_efficiency", lang, task=task.strip(),
+                                              history=earlier, code=attempt.output.strip(),
+                                              evaluation=tests), max_tokens=self.max_tokens)
+            return parse_verdict(reply.text), reply.usage
         reply = complete(self.llm, prompt("review", lang, focus=self.focus, task=task.strip(),
                                           context=context, history=earlier, attempt=body,
                                           evaluation=tests),
@@ -191,7 +227,8 @@ class Reflection:
         current = len(memory.records)          # index of the attempt under review
         memory.add_record("execution", attempt.output, iteration=0)
         yield status("draft", iteration=0, content=attempt.output,
-                     sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
+                     sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict(),
+                     **({"plan": attempt.plan} if attempt.plan else {}))
         for i in range(1, self.max_iterations + 1):
             evaluation = self._evaluate(eval_task if eval_task is not None else task, attempt)
             if evaluation is not None:
@@ -215,7 +252,8 @@ class Reflection:
             critiques.append(critique)
             memory.add_record("reflection", critique, iteration=i, verdict=verdict.verdict)
             yield status("critique", iteration=i, content=critique, verdict=verdict.verdict,
-                         issues=verdict.issues, usage=review_usage.as_dict())
+                         verdict_source=verdict.source, issues=verdict.issues,
+                         usage=review_usage.as_dict())
             if verdict.passed and not tests_fail:
                 stop_reason = "verdict"
                 break
@@ -257,8 +295,10 @@ class Reflection:
 
     def _refine(self, task: str, last: Attempt, critique: str, lang: str) -> Attempt:
         if self.kind == "code":
+            code = f"```python\n{last.output.strip()}\n```"
+            # attempt: our templates' name; last_code_attempt: the seed's (refine_code.zh.md)
             reply = complete(self.llm, prompt("refine_code", lang, task=task.strip(),
-                                              attempt=f"```python\n{last.output.strip()}\n```",
+                                              attempt=code, last_code_attempt=code,
                                               feedback=critique), max_tokens=self.max_tokens)
             output = extract_code(reply.text)
         else:

@@ -10,7 +10,10 @@ Short-term memory is the trial's own trajectory (the agent's steps, or the previ
 with its test results); long-term memory is the last k lessons, persisted under a task key
 (store/memory.py) so that a later run of the same task, in a new process, starts with them.
 Why words and not a score: the seed's ablation shows that knowing *that* a trial failed does
-not help; the lesson has to say why and what to do next.
+not help; the lesson has to say why and what to do next. `verbal=False` is that ablation:
+the same trials, evaluator and short-term memory (the last attempt with its feedback, e.g.
+the failing self-written tests), but no self-reflection and no lessons
+(`bench humaneval --strategy tests-only`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Iterator, Optional
 from ..errors import AgentModesError
 from ..events import Event, Usage, final_event, status
 from ..evaluators.base import Evaluation
+from ..evaluators.heuristics import as_evaluator
 from ..llm.base import ChatModel
 from ..store.memory import DEFAULT_K, InProcessMemory
 from .actors import Actor, Previous
@@ -65,7 +69,7 @@ class Reflexion:
 
     def __init__(self, llm: ChatModel, actor: Actor, evaluator: Any, *, max_trials: int = 3,
                  memory: Any = None, k: int = DEFAULT_K, language: str = "auto",
-                 reflection_llm: Optional[ChatModel] = None):
+                 reflection_llm: Optional[ChatModel] = None, verbal: bool = True):
         if max_trials < 1:
             raise AgentModesError(f"max_trials must be >= 1, got {max_trials}")
         if evaluator is None:
@@ -73,12 +77,13 @@ class Reflexion:
                                   "or a function that judges the attempt")
         self.llm = llm
         self.actor = actor
-        self.evaluator = evaluator
+        self.evaluator = as_evaluator(evaluator)     # a plain function judges too
         self.max_trials = max_trials
         self.memory = memory if memory is not None else InProcessMemory(keep=k)
         self.k = k
         self.language = language
         self.reflector = reflection_llm or llm
+        self.verbal = verbal
 
     def run(self, task: str, *, eval_task: Any = None, task_key: Optional[str] = None
             ) -> ReflexionResult:
@@ -101,9 +106,9 @@ class Reflexion:
         key = task_key or task_key_for(task, getattr(self.actor, "kind", "task"))
         judged = eval_task if eval_task is not None else task
         total = Usage()
-        lessons = self.memory.load(key, self.k)
+        lessons = self.memory.load(key, self.k) if self.verbal else []
         yield status("starting", strategy="reflexion", task=task, task_key=key,
-                     max_trials=self.max_trials)
+                     max_trials=self.max_trials, verbal=self.verbal)
         yield status("memory", task_key=key, reflections=list(lessons), loaded=True)
         trials: list[Trial] = []
         previous: Optional[Previous] = None
@@ -119,7 +124,8 @@ class Reflexion:
             if _runs is not None:
                 _runs.append(attempt.run)
             yield status("draft", trial=number, content=attempt.output,
-                         sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict())
+                         sources=sources_as_dicts(attempt.sources), usage=attempt.usage.as_dict(),
+                         **({"plan": attempt.plan} if attempt.plan else {}))
             evaluation = evaluate_attempt(self.evaluator, judged, attempt)
             total += usage_of(evaluation.details.get("usage"))    # an LLM judge's cost
             yield status("evaluation", trial=number, **evaluation.as_dict())
@@ -129,6 +135,9 @@ class Reflexion:
                 best = (evaluation.score, number, attempt, evaluation)
             if evaluation.passed:
                 break
+            if not self.verbal:             # the ablation: retry with the feedback only
+                previous = Previous(attempt, evaluation.feedback)
+                continue
             # Reflect after every failure, the last one too: the lesson is persisted for the
             # next run of this task even when this run has no trial left.
             try:

@@ -128,6 +128,7 @@ class Attempt:
     sources: list[Any] = field(default_factory=list)
     run: Any = None
     raw: str = ""
+    plan: list[str] = field(default_factory=list)     # Plan-and-Solve's plan, if any
 
 
 def evaluate_attempt(evaluator: Any, task: Any, attempt: Attempt) -> Any:

@@ -28,6 +28,11 @@ class ModeSpec:
     # Characters of the observation in its event's result_preview (seed 002: 200 for ACT,
     # seed 000: 300 for ReflAct).
     preview_chars: int = 300
+    # The step format (grammar) when it is another mode's: Plan-and-Solve steps are ReAct's.
+    step_format: Optional[str] = None
+    # Plan first (Plan-and-Solve): one call writes the plan, each iteration carries out one
+    # step of it, and the run answers once every step is done.
+    plans: bool = False
 
 
 # How the seeds write the modes' names in log lines and texts.

@@ -1,7 +1,9 @@
-"""Prompt templates as files (`de/*.md`, `en/*.md`), and the system prompt of a step mode.
+"""Prompt templates as files (`de/*.md`, `en/*.md`, `zh/*.md`), and a step mode's system prompt.
 
-The default prompts are the seeds' (ACT and ReflAct verbatim in German, faithful English
-versions; ReAct written for both). The seeds' assembly rules apply: the chatbot's
+The default prompts are the seeds' (ACT and ReflAct verbatim in German, faithful English and
+Chinese versions; ReAct written for all three; the step labels REFLECTION, THOUGHT, ACTION,
+FINAL ANSWER stay English in every language, as in the German seeds, because the grammar
+and the parser read them). The seeds' assembly rules apply: the chatbot's
 `system_prompt` is prepended, the tool-availability block lists the tools enabled for this
 bot, and `{PROJECT_URL}` is replaced before use.
 """
@@ -17,7 +19,7 @@ from .language import detect_language
 if TYPE_CHECKING:  # pragma: no cover
     from ..settings import ChatbotSettings
 
-LANGUAGES = ("de", "en")
+LANGUAGES = ("de", "en", "zh")
 __all__ = ["load", "hints", "choose_language", "system_prompt", "tool_block", "fill",
            "detect_language", "LANGUAGES"]
 
@@ -61,7 +63,7 @@ def tool_block(tools: Iterable[tuple[str, str, str]], lang: str) -> str:
 def system_prompt(mode: str, settings: "ChatbotSettings", lang: str,
                   tools: Iterable[tuple[str, str, str]]) -> str:
     """system_prompt + the mode's prompt (or its override) + the enabled tools."""
-    override = getattr(settings, f"{mode}_system_prompt", None)
+    override = getattr(settings, f"{mode.replace('-', '_')}_system_prompt", None)
     parts = [settings.system_prompt.strip(), (override or load(mode, lang)).strip(),
              tool_block(tools, lang)]
     text = "\n\n".join(p for p in parts if p)

@@ -30,6 +30,7 @@ from . import (docs, openai_compat, routes_chatbots, routes_conversations, route
 from .admission import Busy, RateLimiter, RunPool
 from .config import ServerConfig
 from .guard import KeylessGuard, SecurityHeaders
+from .openai_errors import OpenAIErrorShape
 from .routes_stream import SocketCount
 from .uploads import UploadError
 
@@ -116,5 +117,8 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
         app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins,
                            allow_methods=["*"], allow_headers=["*"])
     app.add_middleware(KeylessGuard, config=config)
+    # Added after the others, so outside them: errors from every other layer under /v1 get
+    # OpenAI's shape, and every response the security headers.
+    app.add_middleware(OpenAIErrorShape)
     app.add_middleware(SecurityHeaders)
     return app

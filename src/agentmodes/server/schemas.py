@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, model_validator
 from ..service import public_settings
 from ..store.chat import Chatbot, Conversation, IngestJob, StoredMessage
 
-Mode = Literal["act", "react", "reflact"]
+Mode = Literal["act", "react", "reflact", "plan-and-solve"]
 
 
 def has_lone_surrogate(value: Any) -> bool:
@@ -46,13 +46,13 @@ class StrictModel(BaseModel):
 class ChatbotCreate(StrictModel):
     name: str = Field(min_length=1, max_length=100)
     description: str = Field("", max_length=2000)
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class ChatbotUpdate(StrictModel):
     description: Optional[str] = Field(None, max_length=2000)
-    language: Optional[Literal["auto", "de", "en"]] = None
+    language: Optional[Literal["auto", "de", "en", "zh"]] = None
     settings: Optional[dict[str, Any]] = None
 
 

@@ -2,23 +2,22 @@
 
 A request never chooses a path: the client's file name is reduced to a plain base name
 (no directories, no leading dots, a small character set), the extension must be one the
-knowledge base ingests, the first bytes must match it (a PDF starts with %PDF-, text is UTF-8
-without NUL bytes), and the final path is checked to lie inside the chatbot's upload dir.
+knowledge base ingests, the first bytes must match it (a PDF starts with %PDF-, an office
+file is a zip, text may be in any encoding but holds no binary content), and the final path
+is checked to lie inside the chatbot's upload dir.
 """
 
 from __future__ import annotations
 
-import codecs
 import re
 import unicodedata
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ..errors import AgentModesError
-from ..knowledge.extract import PDF_SUFFIXES, SUPPORTED_SUFFIXES
+from ..knowledge.extract import SUPPORTED_SUFFIXES, content_problem
 
-# What the knowledge base can read; every type but PDF is UTF-8 text.
+# What the knowledge base can read.
 ALLOWED_EXTENSIONS = set(SUPPORTED_SUFFIXES)
-BINARY_SIGNATURES = {suffix: b"%PDF-" for suffix in PDF_SUFFIXES}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
@@ -45,18 +44,11 @@ def check_content(filename: str, head: bytes) -> None:
     if ext not in ALLOWED_EXTENSIONS:
         raise UploadError(f"{filename}: type {ext or '(none)'} is not accepted; allowed: "
                           f"{', '.join(sorted(ALLOWED_EXTENSIONS))}")
-    signature = BINARY_SIGNATURES.get(ext)
-    if signature is not None:
-        if not head.startswith(signature):
-            raise UploadError(f"{filename}: content is not a {ext[1:].upper()} file")
-        return
-    if b"\x00" in head:
-        raise UploadError(f"{filename}: binary content in a text file type")
-    try:
-        # The head may end inside a multi-byte character: decode it as an unfinished stream.
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        raise UploadError(f"{filename}: text is not UTF-8") from None
+    # The same rules ingest reads files by: signatures of the binary formats, and text in
+    # any encoding (decoded like the CLI's files) but never binary content.
+    problem = content_problem(ext, head)
+    if problem is not None:
+        raise UploadError(f"{filename}: {problem}")
 
 
 def target_path(upload_dir: Path, filename: str) -> Path:

@@ -11,8 +11,9 @@ from typing import Sequence
 from .base import Source
 
 SNIPPET_CHARS = 400
-_RELEVANCE = {"de": "Relevanz", "en": "relevance"}
-_NO_HITS = {"de": "Keine Treffer für {q!r}.", "en": "No results for {q!r}."}
+_RELEVANCE = {"de": "Relevanz", "en": "relevance", "zh": "相关度"}
+_NO_HITS = {"de": "Keine Treffer für {q!r}.", "en": "No results for {q!r}.",
+            "zh": "没有找到 {q!r} 的结果。"}
 
 
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:

@@ -39,7 +39,7 @@ class ToolSet:
     def listing(self, lang: str, *, include_respond: bool = True) -> list[tuple[str, str, str]]:
         """(name, parameter, description) for the prompt's tool block."""
         return [(t.name, getattr(t, "parameter", "query"),
-                 t.description_de if lang == "de" else t.description)
+                 getattr(t, f"description_{lang}", None) or t.description)
                 for t in self.by_name.values() if include_respond or t.name != "respond"]
 
     def specs(self) -> list[ToolSpec]:
@@ -84,4 +84,8 @@ def build_tools(settings: Any, kb: Optional[Any], *, lang: str = "en",
             tools.append(web_search_tool(settings.tavily_api_key,
                                          max_results=settings.web_search_max_results, lang=lang))
     tools.extend(extra_by_name.values())
+    if getattr(settings, "mcp_servers", None):      # MCP servers' tools (tools/mcp_tools.py)
+        from .mcp_tools import mcp_tools
+        taken = {t.name for t in tools}
+        tools.extend(t for t in mcp_tools(settings.mcp_servers) if t.name not in taken)
     return ToolSet(tools)

@@ -36,13 +36,15 @@ class SearchTool:
     parameter = "query"
 
     def __init__(self, name: str, kb: Optional[Any], search_mode: str, *, k: int = 5,
-                 description: str, description_de: str, lang: str = "en"):
+                 description: str, description_de: str, description_zh: str = "",
+                 lang: str = "en"):
         self.name = name
         self.kb = kb
         self.search_mode = search_mode
         self.k = k
         self.description = description
         self.description_de = description_de
+        self.description_zh = description_zh
         self.lang = lang
 
     @property
@@ -86,10 +88,12 @@ class SearchTool:
 def rag_search(kb: Optional[Any], *, k: int = 5, lang: str = "en") -> SearchTool:
     return SearchTool("rag_search", kb, "hybrid", k=k, lang=lang,
                       description="Semantic search in the documents",
-                      description_de="Semantische Suche in den Dokumenten")
+                      description_de="Semantische Suche in den Dokumenten",
+                      description_zh="在文档中进行语义搜索")
 
 
 def lexical_search(kb: Optional[Any], *, k: int = 5, lang: str = "en") -> SearchTool:
     return SearchTool("lexical_search", kb, "lexical", k=k, lang=lang,
                       description="Literal keyword search in the documents",
-                      description_de="Wörtliche Suche in den Dokumenten")
+                      description_de="Wörtliche Suche in den Dokumenten",
+                      description_zh="在文档中进行字面（关键词）搜索")

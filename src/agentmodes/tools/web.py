@@ -21,9 +21,11 @@ _NO_KEY = {
           "(Einstellung tavily_api_key oder Umgebungsvariable TAVILY_API_KEY).",
     "en": "Web search is enabled but no Tavily API key is configured "
           "(setting tavily_api_key or environment variable TAVILY_API_KEY).",
+    "zh": "网络搜索已启用，但没有配置 Tavily API 密钥"
+          "（设置 tavily_api_key 或环境变量 TAVILY_API_KEY）。",
 }
 _FAILED = {"de": "Die Websuche ist fehlgeschlagen: {err}",
-           "en": "Web search failed: {err}"}
+           "en": "Web search failed: {err}", "zh": "网络搜索失败：{err}"}
 
 
 class WebSearchProvider(Protocol):
@@ -58,6 +60,7 @@ class WebSearchTool:
     parameter = "query"
     description = "Search the web (only if enabled for this bot)"
     description_de = "Websuche (nur wenn für diesen Bot aktiviert)"
+    description_zh = "网络搜索（仅当为此机器人启用时）"
 
     def __init__(self, provider: Optional[WebSearchProvider], *, max_results: int = 5,
                  lang: str = "en"):
