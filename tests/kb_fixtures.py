@@ -99,3 +99,24 @@ def make_corpus(folder: Path) -> Path:
     (folder / "notes.txt").write_text("Ferries leave the harbour every hour.\n\n"
                                       "The last ferry departs at midnight.", encoding="utf-8")
     return folder
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def examples_kb(path: Path) -> Path:
+    """The project's example documents in a KB file at `path` (lexical only: no model)."""
+    from agentmodes.knowledge.base import KnowledgeBase
+
+    with KnowledgeBase.open(path) as base:
+        base.ingest(EXAMPLES, embed=False)
+    return path
+
+
+def scripted_replies(folder: Path, items) -> Path:
+    """A replies file for `--llm scripted:FILE`."""
+    import json
+
+    path = folder / "replies.json"
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    return path

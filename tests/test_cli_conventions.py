@@ -16,8 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentmodes.rich_tables import print_table
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from kb_fixtures import examples_kb, scripted_replies
 
 
 def cli(*args: str, stdin: str | None = None, env_extra: dict | None = None,
@@ -31,18 +30,11 @@ def cli(*args: str, stdin: str | None = None, env_extra: dict | None = None,
 
 @pytest.fixture(scope="module")
 def kb_file(tmp_path_factory):
-    from agentmodes.knowledge.base import KnowledgeBase
-
-    path = tmp_path_factory.mktemp("conventions") / "examples.db"
-    with KnowledgeBase.open(path) as base:
-        base.ingest(EXAMPLES, embed=False)
-    return path
+    return examples_kb(tmp_path_factory.mktemp("conventions") / "examples.db")
 
 
 def replies(tmp_path: Path, items) -> str:
-    path = tmp_path / "replies.json"
-    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
-    return f"scripted:{path}"
+    return f"scripted:{scripted_replies(tmp_path, items)}"
 
 
 def test_version():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from kb_fixtures import examples_kb
 SEARCH = 'THOUGHT: search\nACTION: lexical_search("Öffnungszeiten")'
 
 
@@ -25,12 +25,7 @@ def cli(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.Comp
 
 @pytest.fixture
 def kb(tmp_path):
-    from agentmodes.knowledge.base import KnowledgeBase
-
-    path = tmp_path / "kb.db"
-    with KnowledgeBase.open(path) as base:
-        base.ingest(EXAMPLES, embed=False)
-    return path
+    return examples_kb(tmp_path / "kb.db")
 
 
 def lines(text: str) -> list[dict]:

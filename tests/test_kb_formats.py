@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentmodes.knowledge.extract import UnreadableFile, content_problem, extract
-from office_files import MAKERS, make_csv, make_docx, make_epub, make_pptx, make_xlsx
+from agentmodes.bench.format_samples import MAKERS, make_csv, make_docx, make_epub, make_pptx, make_xlsx
 
 
 def blocks(path: Path) -> list[tuple[str, list[str]]]:
@@ -100,3 +100,16 @@ def test_ingest_and_search_every_format(tmp_path):
                             ("Fürth Di und Do", "file.csv")]:
             hit = kb.search(query, mode="lexical", k=1)[0]
             assert Path(hit.source).name == name, (query, hit.source)
+
+
+def test_formats_benchmark_writes_its_comparison(tmp_path):
+    pytest.importorskip("markitdown")
+    from agentmodes.bench.formats import run_formats
+
+    report, table = run_formats(tmp_path)
+    assert (tmp_path / "formats.json").is_file() and (tmp_path / "formats.md").read_text() == table
+    readers = {(r["format"], r["reader"]) for r in report["rows"]}
+    assert readers == {(f, r) for f in ("docx", "pptx", "xlsx", "epub", "csv")
+                       for r in ("ours", "markitdown")}
+    ours = report["totals"]["ours"]
+    assert ours["kept"] == ours["in_section"] == ours["facts"] and ours["noise_chunks"] == 0

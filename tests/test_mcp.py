@@ -18,23 +18,15 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from kb_fixtures import examples_kb, scripted_replies  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def kb_file(tmp_path_factory):
-    from agentmodes.knowledge.base import KnowledgeBase
-
-    path = tmp_path_factory.mktemp("mcp") / "kb.db"
-    with KnowledgeBase.open(path) as base:
-        base.ingest(EXAMPLES, embed=False)
-    return path
+    return examples_kb(tmp_path_factory.mktemp("mcp") / "kb.db")
 
 
-def replies(tmp_path: Path, items) -> Path:
-    path = tmp_path / "replies.json"
-    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
-    return path
+replies = scripted_replies
 
 
 def server_args(kb: Path, *extra: str) -> list[str]:
@@ -170,3 +162,20 @@ def test_an_unreachable_mcp_server_is_an_observation_not_a_crash(tmp_path):
     observation = next(e for e in events if e.get("status") == "observation")
     assert observation["error"] and "could not be reached" in observation["result_preview"]
     assert events[-1]["done"] is True
+
+
+def test_server_side_settings_guard_commands_and_mask_mcp_secrets(monkeypatch):
+    from agentmodes.errors import ConfigError
+    from agentmodes.service import public_settings, validate_settings
+
+    stdio = {"mcp_servers": [{"name": "shell", "command": "sh", "args": ["-c", "id"]}]}
+    monkeypatch.delenv("AGENTMODES_MCP_COMMANDS", raising=False)
+    with pytest.raises(ConfigError, match="AGENTMODES_MCP_COMMANDS=1"):
+        validate_settings(stdio)                 # what the REST API validates chatbots with
+    monkeypatch.setenv("AGENTMODES_MCP_COMMANDS", "1")
+    assert validate_settings(stdio).mcp_servers[0].command == "sh"
+    http = validate_settings({"mcp_servers": [{"name": "crm", "url": "https://crm/mcp",
+                                               "headers": {"Authorization": "Bearer s3cret"}}]})
+    shown = public_settings(http.model_dump())
+    assert shown["mcp_servers"][0]["headers"] == {"Authorization": "***"}
+    assert "s3cret" not in json.dumps(shown)

@@ -18,18 +18,10 @@ from agentmodes.evaluators.text import ExactMatchEvaluator
 from agentmodes.settings import ChatbotSettings
 
 from agent_fakes import FakeKB, check_well_formed, done_of, make_agent, statuses
+from test_modes import compact
 
 Q = "Wann hat die DG Agentur geöffnet und wie erreiche ich sie?"
 PLAN = "PLAN:\n1. Öffnungszeiten suchen\n2. Telefonnummer suchen"
-
-
-def compact(events) -> list[str]:
-    out = []
-    for e in events:
-        name = e.get("status") or ("done" if e.get("done") else "delta")
-        if not (out and name.endswith("delta") and out[-1] == name):
-            out.append(name)
-    return out
 
 
 def test_plan_first_then_each_step_with_the_tools_then_the_answer():

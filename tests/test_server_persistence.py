@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import socket
 import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from agentmodes.knowledge.base import KnowledgeBase
+from embedding_server import HashingEmbeddingServer
 from server_support import ANSWER, open_kb, serve_process, write_docs, write_script
 
 
@@ -60,22 +63,32 @@ def test_two_processes_share_one_sqlite_file(tmp_path):
         assert conn.execute("SELECT COUNT(*) FROM chatbots").fetchone()[0] == 1
 
 
-def test_jobs_of_a_dead_server_are_marked_failed_at_start(tmp_path):
+def test_jobs_of_a_dead_server_are_reclaimed_and_finished_at_start(tmp_path):
     from sqlalchemy import update
 
     from agentmodes.store.chat import ChatStore, ingest_jobs
 
-    db, kb, script = tmp_path / "chat.db", _kb(tmp_path), write_script(tmp_path / "s.json")
-    with serve_process(db, kb, script):
-        pass
+    embeddings = HashingEmbeddingServer()
+    db, kb, script = tmp_path / "chat.db", tmp_path / "kb.db", write_script(tmp_path / "s.json")
+    with KnowledgeBase.open(kb, embedder=embeddings.embedder()) as base:
+        base.ingest([str(write_docs(tmp_path / "docs"))])
     store = ChatStore.open(str(db))
-    bot = store.get_chatbot("default")
-    dead, alive = store.create_job(bot, ["a.md"]), store.create_job(bot, ["b.md"])
+    bot = store.create_chatbot("default", {}, kb_path=str(kb))
+    dead = store.enqueue_upload(bot, [("a.md", "# A\n\nFähren fahren stündlich.".encode())],
+                                owner="gone")
+    queued = store.enqueue_upload(bot, [("b.md", b"# B\n\nBusse fahren selten.")], owner="x")
     with store.engine.begin() as conn:     # a job left running by a process that is gone
-        conn.execute(update(ingest_jobs).where(ingest_jobs.c.id == dead.id)
-                     .values(status="running", owner=f"{socket.gethostname()}:999999999"))
-    with serve_process(db, kb, script) as url:
-        jobs = {j["id"]: j for j in httpx.get(f"{url}/api/chatbots/default/jobs").json()}
-    assert jobs[dead.id]["status"] == "failed" and "upload again" in jobs[dead.id]["error"]
-    assert jobs[alive.id]["status"] == "queued"        # its owner (this test) still runs
-    store.close()
+        conn.execute(update(ingest_jobs).where(ingest_jobs.c.id == dead)
+                     .values(status="running", owner=f"{socket.gethostname()}:999999999",
+                             attempts=1, lease_expires=4e9))      # lease "valid" for decades
+    with serve_process(db, kb, script, env=embeddings.env) as url:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            jobs = {j["id"]: j for j in httpx.get(f"{url}/api/chatbots/default/jobs").json()}
+            if all(jobs[j]["status"] in ("done", "failed") for j in (dead, queued)):
+                break
+            time.sleep(0.2)
+    assert jobs[dead]["status"] == "done" and jobs[dead]["report"]["added"] == ["a.md"]
+    assert jobs[dead]["attempts"] == 2                # claimed again, not started afresh
+    assert jobs[queued]["status"] == "done" and jobs[queued]["report"]["added"] == ["b.md"]
+    embeddings.close()

@@ -169,7 +169,7 @@ def test_upload_of_several_types_in_one_batch(client, tmp_path):
 def test_uploads_in_any_text_encoding_and_office_formats(client, tmp_path):
     # The upload path decodes like the CLI: a Windows-1252 note and a UTF-16 one are
     # accepted and searchable; a Word file is read with its structure.
-    from office_files import make_docx
+    from agentmodes.bench.format_samples import make_docx
 
     files = [("files", ("notiz.md", "# Notiz\n\nDie Fähre nach Föhr fährt stündlich."
                         .encode("cp1252"), "text/markdown")),

@@ -14,9 +14,10 @@ the local operator; service_access.py): others cannot list, read or continue the
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -25,6 +26,7 @@ from pydantic import ValidationError
 from .chat_trace import TraceRecorder
 from .errors import AgentModesError, ConfigError
 from .events import Event
+from .ingest_worker import IngestWorker
 from .private_files import private_dir
 from .review_pass import review_answer
 from .settings import ChatbotSettings
@@ -32,6 +34,7 @@ from .structured_answer import check_schema, schema_of, structure_answer
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
                          IngestJob, StoredMessage, this_process)
 from .service_access import UsersAndOwners
+from .store.urls import is_postgres, kb_url
 from .store.users import Principal
 
 log = logging.getLogger("agentmodes.service")
@@ -40,6 +43,7 @@ LLMFactory = Callable[[], Any]
 AgentFactory = Callable[..., Any]        # (llm=, knowledge=, settings=) -> agent with .stream
 KBOpener = Callable[[str], Any]          # path -> KnowledgeBase
 SECRET_SETTINGS = ("tavily_api_key",)
+IN_CHAT_DATABASE = "chat-database:"     # kb_path of a KB kept inside the chat database
 MAX_REFLECTION_ROUNDS = 3
 
 
@@ -54,19 +58,32 @@ def _default_kb_opener(path: str) -> Any:
 
 
 def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Settings as shown to clients and written to logs: secrets are masked."""
-    return {k: ("***" if k in SECRET_SETTINGS and v else v) for k, v in settings.items()}
+    """Settings as shown to clients and written to logs: secrets are masked (also the
+    headers and environment of MCP servers, which carry their tokens)."""
+    shown = {k: ("***" if k in SECRET_SETTINGS and v else v) for k, v in settings.items()}
+    if shown.get("mcp_servers"):
+        shown["mcp_servers"] = [
+            {**server, **{key: {name: "***" for name in server.get(key) or {}}
+                          for key in ("headers", "env")}} for server in shown["mcp_servers"]]
+    return shown
 
 
 def validate_settings(settings: dict[str, Any] | ChatbotSettings | None) -> ChatbotSettings:
     if isinstance(settings, ChatbotSettings):
         return settings
     try:
-        return ChatbotSettings(**(settings or {}))
+        valid = ChatbotSettings(**(settings or {}))
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
         raise ConfigError(f"invalid chatbot setting {where}: {first['msg']}") from None
+    # A stdio MCP server is a command the server would run: only where the operator says so.
+    if any(m.command for m in valid.mcp_servers) and \
+            os.environ.get("AGENTMODES_MCP_COMMANDS") != "1":
+        raise ConfigError("invalid chatbot setting mcp_servers: a stdio MCP server (command) "
+                          "runs a program on this server; set AGENTMODES_MCP_COMMANDS=1 to "
+                          "allow it, or use an HTTP MCP server (url)")
+    return valid
 
 
 class AgentChatService(UsersAndOwners):
@@ -74,7 +91,8 @@ class AgentChatService(UsersAndOwners):
 
     def __init__(self, store: ChatStore, *, llm_factory: LLMFactory,
                  data_dir: str | Path, agent_factory: AgentFactory = _default_agent_factory,
-                 kb_opener: KBOpener = _default_kb_opener, history_turns: int = 3):
+                 kb_opener: KBOpener = _default_kb_opener, history_turns: int = 3,
+                 run_jobs: bool = True):
         self.store = store
         self.llm_factory = llm_factory
         self.agent_factory = agent_factory
@@ -85,11 +103,16 @@ class AgentChatService(UsersAndOwners):
         self.history_turns = history_turns
         self._kbs: dict[str, Any] = {}
         self._kb_lock = threading.Lock()
-        # One ingest at a time: ingesting is CPU-bound (embedding) on a 2-core machine.
-        self._ingest_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest")
+        # Uploads are jobs in the database; this process runs its share of them (as does
+        # every other worker on the same database). run_jobs=False: serve requests only.
+        self.jobs_worker: Optional[IngestWorker] = None
+        if run_jobs:
+            self.jobs_worker = IngestWorker(self)
+            self.jobs_worker.start()
 
     def close(self) -> None:
-        self._ingest_pool.shutdown(wait=True, cancel_futures=True)
+        if self.jobs_worker is not None:
+            self.jobs_worker.stop()
         for kb in self._kbs.values():
             close = getattr(kb, "close", None)
             if close:
@@ -111,31 +134,46 @@ class AgentChatService(UsersAndOwners):
         bot = self.store.create_chatbot(name, valid.model_dump(), kb_path=kb_path,
                                         language=valid.language, description=description)
         if kb_path is None:
-            # Each chatbot gets its own knowledge base next to the chat database. Files left
-            # at its paths (a delete that crashed half-way, a database from before ids were
-            # never reused) belong to an earlier chatbot: the new one must not inherit them.
-            path = self._own_kb_path(bot)
-            self._remove_files(bot, str(path))
-            private_dir(path.parent)
-            bot = self.store.update_chatbot(name, kb_path=str(path))
+            bot = self.store.update_chatbot(name, kb_path=self._new_kb_location(bot))
         return bot
+
+    def _new_kb_location(self, bot: Chatbot) -> str:
+        """Each chatbot gets its own knowledge base: in the chat database itself when that
+        is PostgreSQL (recorded as `IN_CHAT_DATABASE` + name, so that every worker opens it
+        with its own connection string), else a file next to the chat database. Files left
+        at its paths (a delete that crashed half-way, a database from before ids were never
+        reused) belong to an earlier chatbot: the new one must not inherit them."""
+        if is_postgres(self.store.location or ""):
+            return f"{IN_CHAT_DATABASE}chatbot-{bot.id}"
+        path = self._own_kb_path(bot)
+        self._remove_files(bot, str(path))
+        private_dir(path.parent)
+        return str(path)
 
     def _own_kb_path(self, bot: Chatbot) -> Path:
         return self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
 
     def _remove_files(self, bot: Chatbot, kb_path: Optional[str]) -> None:
-        """Delete the chatbot's uploads, and its KB if the service made it (a KB given with
-        `serve --kb` is the user's own file and stays)."""
+        """Delete the chatbot's upload folder, and its KB file if the service made it (a KB
+        given with `serve --kb` is the user's own file and stays)."""
         shutil.rmtree(self.data_dir / "uploads" / f"chatbot-{bot.id}", ignore_errors=True)
         if kb_path is None or Path(kb_path) != self._own_kb_path(bot):
             return
-        with self._kb_lock:
-            kb = self._kbs.pop(kb_path, None)
-        close = getattr(kb, "close", None)
-        if close:
-            close()
+        self._forget_kb(kb_path)
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(kb_path + suffix).unlink(missing_ok=True)
+
+    def _forget_kb(self, kb_path: str) -> None:
+        with self._kb_lock:
+            kb = self._kbs.pop(kb_path, None)
+        if kb is not None and hasattr(kb, "close"):
+            kb.close()
+
+    def kb_location(self, kb_path: str) -> str:
+        """Where a recorded kb_path is: a file, a URL, or a KB inside the chat database."""
+        if kb_path.startswith(IN_CHAT_DATABASE):
+            return kb_url(self.store.location or "", kb_path[len(IN_CHAT_DATABASE):])
+        return kb_path
 
     def ensure_chatbot(self, name: str, *, kb_path: Optional[str] = None,
                        settings: dict | None = None) -> Chatbot:
@@ -172,10 +210,15 @@ class AgentChatService(UsersAndOwners):
                                          language=merged["language"] if merged else None)
 
     def delete_chatbot(self, name: str) -> None:
-        """Delete the chatbot, its conversations, its uploads and the KB made for it."""
+        """Delete the chatbot with its conversations, documents, jobs and upload folder; the
+        KB the service made for it goes too (a KB given by path or URL stays)."""
         bot = self.store.get_chatbot(name)
         self.store.delete_chatbot(name)
         self._remove_files(bot, bot.kb_path)
+        if bot.kb_path and bot.kb_path.startswith(IN_CHAT_DATABASE):
+            self._forget_kb(bot.kb_path)
+            from .knowledge.backends.postgres_schema import drop_kb
+            drop_kb(self.kb_location(bot.kb_path))
 
     def upload_dir(self, bot: Chatbot) -> Path:
         return private_dir(self.data_dir / "uploads" / f"chatbot-{bot.id}")
@@ -187,7 +230,7 @@ class AgentChatService(UsersAndOwners):
         with self._kb_lock:
             kb = self._kbs.get(bot.kb_path)
             if kb is None:
-                kb = self._kbs[bot.kb_path] = self.kb_opener(bot.kb_path)
+                kb = self._kbs[bot.kb_path] = self.kb_opener(self.kb_location(bot.kb_path))
             return kb
 
     def history(self, conversation_id: str) -> list[dict[str, str]]:
@@ -314,49 +357,28 @@ class AgentChatService(UsersAndOwners):
         return self.store.get_message(last["message_id"])
 
     # ingest -----------------------------------------------------------------------------
-    def start_ingest(self, chatbot: str, paths: list[Path]) -> IngestJob:
-        """Queue an ingest of files already saved under the chatbot's upload dir."""
+    def upload(self, chatbot: str, files: list[tuple[str, bytes]]) -> IngestJob:
+        """Store the files (safe names, checked content) as the chatbot's documents and queue
+        the job that ingests them; any worker on this database may run it."""
         bot = self.store.get_chatbot(chatbot)
-        job = self.store.create_job(bot, [p.name for p in paths])
-        self._ingest_pool.submit(self._ingest, bot, job.id, [str(p) for p in paths])
-        return job
+        job_id = self.store.enqueue_upload(bot, files, owner=f"{socket.gethostname()}:"
+                                                              f"{os.getpid()}")
+        if self.jobs_worker is not None:
+            self.jobs_worker.wake()
+        return self.store.get_job(job_id)
 
-    def _ingest(self, bot: Chatbot, job_id: str, paths: list[str]) -> None:
-        total = len(paths)
-        state = {"done": 0, "total": total}
-        self.store.update_job(job_id, status="running", progress=state)
+    def start_ingest(self, chatbot: str, paths: list[Path]) -> IngestJob:
+        """Queue an ingest of files on this machine (read now, stored as documents)."""
+        return self.upload(chatbot, [(Path(p).name, Path(p).read_bytes()) for p in paths])
 
-        def progress(phase: str, done: int, total: int, label: str = "") -> None:
-            # KnowledgeBase.ingest reports phase "read" (files) then "embed" (chunks).
-            state.update(phase=phase, done=done, total=total, current=Path(label).name)
-            self.store.update_job(job_id, progress=dict(state))
+    def documents(self, chatbot: str) -> list[Any]:
+        return self.store.documents(self.store.get_chatbot(chatbot))
 
-        try:
-            kb = self.knowledge(bot)
-            report = kb.ingest(paths, progress=progress)
-            as_dict = report.as_dict() if hasattr(report, "as_dict") else dict(report)
-            self.store.update_job(job_id, status="done", report=_relative_report(as_dict),
-                                  progress={**state, "phase": "done", "current": ""})
-        except Exception as err:
-            log.exception("ingest job %s failed", job_id)
-            message = str(err) if isinstance(err, AgentModesError) else \
-                f"internal error ({type(err).__name__})"
-            self.store.update_job(job_id, status="failed", error=message)
+    def document(self, chatbot: str, name: str) -> Optional[bytes]:
+        return self.store.document_content(self.store.get_chatbot(chatbot).id, name)
 
     def jobs(self, chatbot: str) -> list[IngestJob]:
         return self.store.list_jobs(self.store.get_chatbot(chatbot))
-
-
-def _relative_report(report: dict[str, Any]) -> dict[str, Any]:
-    """File names only: a client never learns the server's directory layout."""
-    def name(value: Any) -> Any:
-        if isinstance(value, str):
-            return Path(value).name
-        if isinstance(value, dict) and "path" in value:
-            return {**value, "path": Path(value["path"]).name}
-        return value
-    return {k: [name(v) for v in vals] if isinstance(vals, list) else vals
-            for k, vals in report.items()}
 
 
 def _mode_label(mode: str) -> str:

@@ -119,23 +119,34 @@ def answer_question(q: Question, variant: str, llm: ChatModel, kb: Any, *,
     mode, _, extra = variant.partition("+")
     actor = AgentActor(llm=llm, knowledge=kb, settings=settings_for(mode, max_iterations),
                        language="en")
-    if extra == "reflexion":
+    record, result = solve(q, actor, llm, reflexion=extra == "reflexion", trials=trials)
+    runs = getattr(result, "runs", None)
+    record["iterations"] = sum(getattr(r, "iterations", 0) for r in runs if r is not None) \
+        if runs is not None else getattr(result.run, "iterations", 0)
+    return record
+
+
+def solve(q: Question, actor: Any, llm: ChatModel, *, reflexion: bool, trials: int
+          ) -> tuple[dict[str, Any], Any]:
+    """One question by the actor alone, or as Reflexion's actor with exact match as the
+    evaluator (the paper's oracle); the scored record and the Attempt or ReflexionResult."""
+    if reflexion:
         result = Reflexion(llm, actor, ExactMatchEvaluator(), max_trials=trials,
                            language="en").run(q.question, eval_task={"answer": q.answer},
                                               task_key=q.id)
         raw, usage = result.answer, result.usage
-        iterations = sum(getattr(r, "iterations", 0) for r in result.runs if r is not None)
         record = {"trials": len(result.trials), "reflexion_success": result.success}
     else:
-        attempt = actor.act(q.question)
-        raw, usage = attempt.output, attempt.usage
-        iterations = getattr(attempt.run, "iterations", 0)
+        result = actor.act(q.question)
+        raw, usage = result.output, result.usage
         record = {"trials": 1}
     answer = clean_answer(raw)
-    return {**record, "answer": answer, "gold": q.answer, "type": q.type,
-            "em": exact_match(answer, q.answer), "f1": round(f1_score(answer, q.answer), 4),
-            "iterations": iterations, "llm_calls": usage.calls,
-            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+    record.update({"answer": answer, "gold": q.answer, "type": q.type,
+                   "em": exact_match(answer, q.answer),
+                   "f1": round(f1_score(answer, q.answer), 4), "llm_calls": usage.calls,
+                   "prompt_tokens": usage.prompt_tokens,
+                   "completion_tokens": usage.completion_tokens})
+    return record, result
 
 
 def summarize(records: list[dict], variants: Sequence[str]) -> list[dict]:
@@ -148,6 +159,19 @@ def summarize(records: list[dict], variants: Sequence[str]) -> list[dict]:
                      "trials_per_task": mean([r.get("trials", 0) for r in mine if not r.get("error")]),
                      **cost_summary(mine)})
     return rows
+
+
+def em_report(benchmark: str, records: list[dict], variants: Sequence[str], meta: dict,
+              **extra: Any) -> Report:
+    """The HotpotQA table (EM, F1, trials, cost per variant) and its per-task rows."""
+    return Report(
+        benchmark=benchmark, metric="em",
+        columns=[Column("em", "EM"), Column("f1", "F1"),
+                 Column("trials_per_task", "trials/task", "{:.2f}")] + COST_COLUMNS,
+        rows=summarize(records, variants), meta={**meta, "resumed": resumed_note(records)},
+        tasks=[{k: r.get(k) for k in ("task_id", "variant", "answer", "gold", "em", "f1",
+                                        "trials", "llm_calls", "iterations", "time_s", "error")}
+               for r in records], **extra)
 
 
 def run_hotpotqa(llm: ChatModel, *, llm_label: str, variants: Sequence[str],
@@ -172,20 +196,11 @@ def run_hotpotqa(llm: ChatModel, *, llm_label: str, variants: Sequence[str],
             by_id[job.task_id], job.variant, llm, kb, max_iterations=max_iterations,
             trials=trials), log, workers=workers, description=f"hotpotqa ({llm_label})",
             show_progress=show_progress)
-    report = Report(
-        benchmark="hotpotqa", metric="em",
-        columns=[Column("em", "EM"), Column("f1", "F1"),
-                 Column("trials_per_task", "trials/task", "{:.2f}")] + COST_COLUMNS,
-        rows=summarize(records, variants),
-        meta={"llm": llm_label, "tasks": len(questions), "variants": ", ".join(variants),
-              "knowledge base": f"{pool_size} pooled "
-                                "context paragraphs of the 100 questions",
-              "settings": f"task_type multihop, agent_max_iterations {max_iterations}, "
-                          f"reflexion trials {trials}, evaluator exact match",
-              "resumed": resumed_note(records)},
-        tasks=[{k: r.get(k) for k in ("task_id", "variant", "answer", "gold", "em", "f1",
-                                        "llm_calls", "iterations", "time_s", "error")}
-               for r in records])
+    report = em_report("hotpotqa", records, variants, {
+        "llm": llm_label, "tasks": len(questions), "variants": ", ".join(variants),
+        "knowledge base": f"{pool_size} pooled context paragraphs of the 100 questions",
+        "settings": f"task_type multihop, agent_max_iterations {max_iterations}, "
+                    f"reflexion trials {trials}, evaluator exact match"})
     stem = f"hotpotqa_{slug(llm_label)}" + (f"_limit{limit}" if limit is not None else "")
     paths = write(report, out_dir, stem)
     return report, paths

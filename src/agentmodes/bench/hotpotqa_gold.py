@@ -17,13 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..evaluators.text import ExactMatchEvaluator, exact_match, f1_score
 from ..llm.base import ChatModel
 from ..modes.prompt_actors import ChainOfThoughtActor
-from ..modes.reflexion import Reflexion
-from .hotpotqa import SHORT_ANSWER, Question, clean_answer, load_questions, summarize
-from .llm_report import COST_COLUMNS, Column, Report, write
-from .runs import Job, RunLog, parse_names, resumed_note, results_dir, run_jobs, slug
+from .hotpotqa import SHORT_ANSWER, Question, em_report, load_questions, solve
+from .llm_report import Report, write
+from .runs import Job, RunLog, parse_names, results_dir, run_jobs, slug
 
 SETTINGS = ("distractor", "gold-context")
 STRATEGIES = ("cot", "reflexion")
@@ -48,22 +46,13 @@ def answer_gold(q: Question, strategy: str, llm: ChatModel, *, trials: int = 3
                 ) -> dict[str, Any]:
     actor = ChainOfThoughtActor(llm, context=gold_context(q), instructions=SHORT_ANSWER,
                                 language="en")
+    record, result = solve(q, actor, llm, reflexion=strategy == "reflexion", trials=trials)
     if strategy == "reflexion":
-        result = Reflexion(llm, actor, ExactMatchEvaluator(), max_trials=trials,
-                           language="en").run(q.question, eval_task={"answer": q.answer},
-                                              task_key=q.id)
-        raw, usage = result.answer, result.usage
-        record = {"trials": len(result.trials), "reflexion_success": result.success,
-                  "reflections": [t.reflection for t in result.trials if t.reflection]}
+        record["reflections"] = [t.reflection for t in result.trials if t.reflection]
     else:
-        attempt = actor.act(q.question)
-        raw, usage = attempt.output, attempt.usage
-        record = {"trials": 1, "reasoning": attempt.trajectory}
-    answer = clean_answer(raw)
-    return {**record, "answer": answer, "gold": q.answer, "type": q.type,
-            "em": exact_match(answer, q.answer), "f1": round(f1_score(answer, q.answer), 4),
-            "iterations": record["trials"], "llm_calls": usage.calls,
-            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+        record["reasoning"] = result.trajectory
+    record["iterations"] = record["trials"]
+    return record
 
 
 def run_hotpotqa_gold(llm: ChatModel, *, llm_label: str, strategies: Sequence[str],
@@ -82,19 +71,11 @@ def run_hotpotqa_gold(llm: ChatModel, *, llm_label: str, strategies: Sequence[st
                                                      trials=trials),
                        log, workers=workers, description=f"hotpotqa gold ({llm_label})",
                        show_progress=show_progress)
-    report = Report(
-        benchmark="hotpotqa (gold context)", metric="em",
-        columns=[Column("em", "EM"), Column("f1", "F1"),
-                 Column("trials_per_task", "trials/task", "{:.2f}")] + COST_COLUMNS,
-        rows=summarize(records, strategies),
-        meta={"llm": llm_label, "tasks": len(questions), "strategies": ", ".join(strategies),
-              "context": "the question's gold supporting paragraphs (no search)",
-              "settings": f"chain-of-thought actor, reflexion trials {trials}, evaluator "
-                          "exact match (official HotpotQA normalisation)",
-              "resumed": resumed_note(records)},
-        tasks=[{k: r.get(k) for k in ("task_id", "variant", "answer", "gold", "em", "f1",
-                                        "trials", "llm_calls", "time_s", "error")}
-               for r in records],
+    report = em_report("hotpotqa (gold context)", records, strategies, {
+        "llm": llm_label, "tasks": len(questions), "strategies": ", ".join(strategies),
+        "context": "the question's gold supporting paragraphs (no search)",
+        "settings": f"chain-of-thought actor, reflexion trials {trials}, evaluator exact "
+                    "match (official HotpotQA normalisation)"},
         reference=PUBLISHED, reference_source=PUBLISHED_SOURCE)
     stem = f"hotpotqa_gold_{slug(llm_label)}" + (f"_limit{limit}" if limit is not None else "")
     return report, write(report, out_dir, stem)

@@ -1,20 +1,23 @@
 """Load on a live `agentmodes serve`: N concurrent WebSocket chats with the scripted model.
 
-What it shows: the server's own cost (HTTP/WebSocket, threads, SQLite writes, the agent
-loop, KB search) with the LLM taken out. Per concurrency level: errors, whether every
-answer was persisted, time to first event p50/p95, answer latency, messages per second, and
-ratios against one chat and against the same service called in-process (no HTTP).
+What it shows: the server's own cost (HTTP/WebSocket, threads, database writes, the agent
+loop, KB search) with the LLM taken out. Per setup (database x workers) and concurrency
+level: errors, whether every answer was persisted, time to first event p50/p95, answer
+latency, messages per second, and ratios against SQLite with one worker at the same level
+and against the same service called in-process (no HTTP).
 
     agentmodes bench server --levels 1,20,100 --messages 5
+    agentmodes bench server --db postgresql://me@/bench?host=/run/postgresql --workers 1,2
+
+With --db, every setup runs on SQLite (a temp file) and on that PostgreSQL database (chat
+store and the bench's KB, `kb=agentmodes_bench`); it adds rows there and counts only its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import sqlite3
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -46,6 +49,8 @@ EXPECTED = "Die DG Agentur hat Montag bis Freitag von 9 bis 18 Uhr geöffnet [1]
 @dataclass(slots=True)
 class LevelResult:
     label: str
+    database: str          # sqlite | postgresql | in-process
+    workers: int
     concurrency: int
     messages: int
     errors: int
@@ -58,29 +63,37 @@ class LevelResult:
     messages_per_s: float
 
 
-def _prepare(work: Path) -> tuple[Path, Path]:
-    """A small lexical-only KB (no embedding model in the loop) and the reply script."""
-    from ..knowledge.base import KnowledgeBase
+def _docs(work: Path) -> Path:
     docs = work / "docs"
-    docs.mkdir()
+    docs.mkdir(exist_ok=True)
     for name, text in DOCS.items():
         (docs / name).write_text(text, encoding="utf-8")
-    kb = work / "kb.db"
-    with KnowledgeBase.open(kb) as base:
+    return docs
+
+
+def _prepare_kb(location: str, docs: Path) -> str:
+    """A small lexical-only KB (no embedding model in the loop)."""
+    from ..knowledge.base import KnowledgeBase
+    with KnowledgeBase.open(location) as base:
         base.ingest([str(docs)], embed=False)
+    return location
+
+
+def _script(work: Path) -> Path:
     script = work / "script.json"
     script.write_text(json.dumps(SCRIPT, ensure_ascii=False), encoding="utf-8")
-    return kb, script
+    return script
 
 
-def _server(db: Path, kb: Path, script: Path):
+def _server(db: str, kb: str, script: Path, workers: int = 1):
     # Without keys, as a local user runs it (the keys in this shell are not for the bench).
     env = {k: v for k, v in os.environ.items()
            if k not in ("AGENTMODES_API_KEY", "AGENTMODES_CHAT_API_KEY")}
     # It measures capacity: every chat must be admitted, none refused by the per-key rate
     # limit or the run queue (both protect a real server; see the README's Security).
     env.update(AGENTMODES_RATE_CHAT="off", AGENTMODES_RUN_QUEUE="100000")
-    return running_server(db, kb=kb, llm=f"scripted:{script}", env=env)
+    return running_server(db, kb=kb, llm=f"scripted:{script}", env=env, workers=workers,
+                          startup_timeout=180)
 
 
 async def _chat(url: str, messages: int, ttfe: list, latency: list, errors: list) -> None:
@@ -114,22 +127,36 @@ async def _chat(url: str, messages: int, ttfe: list, latency: list, errors: list
         errors.append(f"{type(err).__name__}: {err}")
 
 
-def _completed(db: Path) -> int:
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        return conn.execute("SELECT COUNT(*) FROM chatbot_messages WHERE role = 'assistant' "
-                            "AND status = 'complete'").fetchone()[0]
+def _completed(db: str) -> int:
+    """Complete answers stored in the chat database (SQLite file or PostgreSQL URL)."""
+    from sqlalchemy import text
+
+    from ..store.engine import make_engine
+    engine = make_engine(db)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT COUNT(*) FROM chatbot_messages WHERE role = "
+                                     "'assistant' AND status = 'complete'")).scalar_one()
+    finally:
+        engine.dispose()
 
 
-def _result(label: str, concurrency: int, ttfe: list, latency: list, errors: int,
-            persisted: int, wall: float) -> LevelResult:
+def _result(label: str, setup: tuple[str, int], concurrency: int, ttfe: list, latency: list,
+            errors: int, persisted: int, wall: float) -> LevelResult:
     def pct(values: list, q: float) -> float:
         return round(float(np.percentile(values, q)), 2) if values else float("nan")
-    return LevelResult(label, concurrency, len(latency), errors, persisted, pct(ttfe, 50),
-                       pct(ttfe, 95), pct(latency, 50), pct(latency, 95), round(wall, 3),
-                       round(len(latency) / wall, 2) if wall else 0.0)
+    return LevelResult(label, setup[0], setup[1], concurrency, len(latency), errors, persisted,
+                       pct(ttfe, 50), pct(ttfe, 95), pct(latency, 50), pct(latency, 95),
+                       round(wall, 3), round(len(latency) / wall, 2) if wall else 0.0)
 
 
-def run_level(url: str, db: Path, concurrency: int, messages: int) -> tuple[LevelResult, list]:
+def _setup_label(database: str, workers: int) -> str:
+    name = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}.get(database, database)
+    return f"server ({name}, {workers} worker{'s' if workers > 1 else ''})"
+
+
+def run_level(url: str, db: str, concurrency: int, messages: int,
+              setup: tuple[str, int] = ("sqlite", 1)) -> tuple[LevelResult, list]:
     ttfe: list[float] = []
     latency: list[float] = []
     errors: list[str] = []
@@ -143,16 +170,19 @@ def run_level(url: str, db: Path, concurrency: int, messages: int) -> tuple[Leve
     asyncio.run(main())
     wall = time.perf_counter() - started
     persisted = _completed(db) - before
-    label = f"server, {concurrency} concurrent WebSocket chat{'s' if concurrency > 1 else ''}"
-    return _result(label, concurrency, ttfe, latency, len(errors), persisted, wall), errors
+    label = (f"{_setup_label(*setup)}, {concurrency} concurrent WebSocket "
+             f"chat{'s' if concurrency > 1 else ''}")
+    return _result(label, setup, concurrency, ttfe, latency, len(errors), persisted,
+                   wall), errors
 
 
-def run_in_process(work: Path, kb: Path, messages: int) -> LevelResult:
+def run_in_process(work: Path, kb: str, messages: int) -> LevelResult:
     """The same questions through AgentChatService directly: the no-transport reference."""
     from ..llm.scripted import ScriptedModel
     from ..service import AgentChatService
     from ..store.chat import ChatStore
-    service = AgentChatService(ChatStore.open(work / "inproc.db"), data_dir=work / "inproc",
+    service = AgentChatService(ChatStore.open(str(work / "inproc.db")),
+                               data_dir=work / "inproc", run_jobs=False,
                                llm_factory=lambda: ScriptedModel(SCRIPT))
     service.ensure_chatbot("default", kb_path=str(kb))
     ttfe, latency, errors = [], [], 0
@@ -172,30 +202,43 @@ def run_in_process(work: Path, kb: Path, messages: int) -> LevelResult:
         ttfe.append((first - sent) * 1000)
         latency.append((time.perf_counter() - sent) * 1000)
     wall = time.perf_counter() - started
-    persisted = _completed(work / "inproc.db") - 1     # without the warm-up
+    persisted = _completed(str(work / "inproc.db")) - 1     # without the warm-up
     service.close()
-    return _result("in-process AgentChatService (no HTTP), sequential", 1, ttfe, latency,
-                   errors, persisted, wall)
+    return _result("in-process AgentChatService (no HTTP), sequential", ("in-process", 1), 1,
+                   ttfe, latency, errors, persisted, wall)
 
 
-def run_server_load(levels: list[int], messages: int, out_dir: Path,
-                    progress=None) -> dict:
+def run_server_load(levels: list[int], messages: int, out_dir: Path, progress=None, *,
+                    db: str | None = None, workers: list[int] | None = None) -> dict:
+    """Every setup (SQLite, and PostgreSQL at `db` if given) x worker count x level."""
+    workers = workers or [1]
     with tempfile.TemporaryDirectory(prefix="agentmodes-bench-server-") as tmp:
         work = Path(tmp)
-        kb, script = _prepare(work)
-        rows = [run_in_process(work, kb, max(messages * 4, 20))]
+        docs, script = _docs(work), _script(work)
+        sqlite_kb = _prepare_kb(str(work / "kb.db"), docs)
+        rows = [run_in_process(work, sqlite_kb, max(messages * 4, 20))]
         all_errors: list[str] = []
-        with _server(work / "chat.db", kb, script) as url:
-            # Warm-up (imports, the KB's in-memory index, SQLite pages): not measured, but
-            # checked for errors like any other chat.
-            _, errors = run_level(url, work / "chat.db", 2, 2)
-            all_errors.extend(errors[:5])
-            for level in levels:
+        setups = [("sqlite", str(work / "chat.db"), sqlite_kb)]
+        if db:
+            from ..store.urls import kb_url
+            setups.append(("postgresql", db, _prepare_kb(kb_url(db, "agentmodes_bench"), docs)))
+        for database, chat_db, kb in setups:
+            for count in workers:
                 if progress:
-                    progress(f"{level} concurrent chats x {messages} messages")
-                row, errors = run_level(url, work / "chat.db", level, messages)
-                rows.append(row)
-                all_errors.extend(errors[:5])
+                    progress(f"{_setup_label(database, count)}: starting")
+                with _server(chat_db, kb, script, count) as url:
+                    # Warm-up (imports, the KB's index, database pages, every worker): not
+                    # measured, but checked for errors like any other chat.
+                    _, errors = run_level(url, chat_db, 2 * count, 2, (database, count))
+                    all_errors.extend(errors[:5])
+                    for level in levels:
+                        if progress:
+                            progress(f"{_setup_label(database, count)}: {level} concurrent "
+                                     f"chats x {messages} messages")
+                        row, errors = run_level(url, chat_db, level, messages,
+                                                (database, count))
+                        rows.append(row)
+                        all_errors.extend(errors[:5])
     report = {"benchmark": "server_load", "messages_per_chat": messages,
               "llm": "scripted (2 calls per answer: search, then answer)",
               "cpu_count": os.cpu_count(),
@@ -208,34 +251,37 @@ def run_server_load(levels: list[int], messages: int, out_dir: Path,
 
 
 def _ratios(report: dict) -> list[dict]:
+    """Throughput against SQLite with 1 worker at the same level, and against in-process."""
     rows = report["rows"]
-    base = next((r for r in rows if r["concurrency"] == 1 and r["label"].startswith("server")),
-                rows[0])
     inproc = rows[0]
-    out = []
-    for r in rows:
-        out.append({**r,
-                    "throughput_vs_1_chat": round(r["messages_per_s"] / base["messages_per_s"], 2)
-                    if base["messages_per_s"] else None,
-                    "throughput_vs_in_process": round(r["messages_per_s"]
-                                                      / inproc["messages_per_s"], 2)
-                    if inproc["messages_per_s"] else None})
-    return out
+    reference = {r["concurrency"]: r for r in rows
+                 if r["database"] == "sqlite" and r["workers"] == 1}
+
+    def ratio(value: float, base: dict | None) -> float | None:
+        return round(value / base["messages_per_s"], 2) if base and base["messages_per_s"] \
+            else None
+    return [{**r, "throughput_vs_sqlite_1_worker": ratio(r["messages_per_s"],
+                                                         reference.get(r["concurrency"])),
+             "throughput_vs_in_process": ratio(r["messages_per_s"], inproc)} for r in rows]
 
 
 def markdown(report: dict) -> str:
     head = ("| setup | messages | errors | persisted | TTFE p50 ms | TTFE p95 ms | latency p50 ms "
-            "| latency p95 ms | msgs/s | x vs 1 chat | x vs in-process |")
+            "| latency p95 ms | msgs/s | x vs SQLite 1 worker | x vs in-process |")
     lines = [f"# Server load ({report['llm']}, {report['messages_per_chat']} messages per chat, "
              f"{report['cpu_count']} CPUs, load average {report.get('load_avg_1m_after')} "
              "after the run)", "", head, "|" + "---|" * 11]
     for r in _ratios(report):
+        def shown(value):
+            return "-" if value is None else value
         lines.append(f"| {r['label']} | {r['messages']} | {r['errors']} | {r['persisted']} "
                      f"| {r['ttfe_p50_ms']} | {r['ttfe_p95_ms']} | {r['latency_p50_ms']} "
                      f"| {r['latency_p95_ms']} | {r['messages_per_s']} "
-                     f"| {r['throughput_vs_1_chat']} | {r['throughput_vs_in_process']} |")
+                     f"| {shown(r['throughput_vs_sqlite_1_worker'])} "
+                     f"| {shown(r['throughput_vs_in_process'])} |")
     lines += ["", "TTFE: time from sending a question to its first event. Persisted: assistant "
-              "messages stored with status `complete` during that level."]
+              "messages stored with status `complete` during that level. x vs SQLite 1 worker: "
+              "throughput against SQLite with one worker at the same number of chats."]
     return "\n".join(lines) + "\n"
 
 
@@ -244,14 +290,14 @@ def write_report(report: dict, out_dir: Path) -> tuple[Path, Path]:
     return write_results(out_dir, "server_load", report, markdown(report))
 
 
-def parse_levels(text: str) -> list[int]:
+def parse_levels(text: str, option: str = "--levels") -> list[int]:
     from ..errors import ConfigError
     try:
         levels = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"--levels takes whole numbers separated by commas, not {text!r}") \
+        raise ConfigError(f"{option} takes whole numbers separated by commas, not {text!r}") \
             from None
     if not levels or min(levels) < 1:
-        raise ConfigError("--levels needs at least one concurrency of 1 or more")
+        raise ConfigError(f"{option} needs at least one number of 1 or more")
     return levels
 

@@ -48,7 +48,7 @@ def ask(
                                         "it from stdin."),
     context: Optional[str] = typer.Argument(None, metavar="[-]", show_default=False,
                                             help="- after the question: stdin is context."),
-    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    kb: Optional[str] = typer.Option(None, "--kb", help=KB_HELP),
     mode: Mode = typer.Option("reflact", "--mode", help=MODE_HELP),
     task_type: TaskType = typer.Option("lookup", "--task-type", help=TASK_HELP),
     llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),

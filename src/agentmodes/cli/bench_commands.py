@@ -193,15 +193,25 @@ def retrieval(
 def server_load(
     levels: str = typer.Option("1,20,100", "--levels", help="Concurrent WebSocket chats per level."),
     messages: int = typer.Option(5, "--messages", min=1, help="Questions per chat."),
+    db: Optional[str] = typer.Option(None, "--db", help="Also run every setup on this "
+                                     "PostgreSQL database (postgresql://...); it gets the "
+                                     "bench's rows and a KB named agentmodes_bench."),
+    workers: str = typer.Option("1", "--workers", help="Server worker counts to compare, "
+                                "e.g. 1,2."),
     out: Optional[Path] = OUT_OPTION,
 ) -> None:
     """Concurrent WebSocket chats against a live `agentmodes serve` on the scripted model."""
     from ..bench.server_load import markdown, parse_levels, run_server_load
+    from ..store.urls import is_postgres
 
+    if db is not None and not is_postgres(db):
+        raise fail(f"--db takes a postgresql:// URL (SQLite always runs), not {db!r}")
+    counts = parse_levels(workers, "--workers")
     out = results_dir(out)
     err = Console(stderr=True)
     report = run_server_load(parse_levels(levels), messages, out,
-                             progress=(lambda *_: None) if output.quiet() else err.log)
+                             progress=(lambda *_: None) if output.quiet() else err.log,
+                             db=db, workers=counts)
     typer.echo(markdown(report))
     for message in report["sample_errors"]:
         typer.echo(f"error: {message}", err=True)

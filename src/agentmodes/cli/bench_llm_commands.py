@@ -111,9 +111,13 @@ def hotpotqa(
     if setting == "distractor" and strategy is not None:
         raise ConfigError("--strategy is for --setting gold-context; the distractor setting "
                           "takes --modes and --reflexion")
-    load_questions(data)                           # fail on bad data before the model loads
+    # Usage errors first (exit 2, also without the data), then the data, then the model.
     if setting == "gold-context":
         strategies = parse_strategies(strategy or "cot,reflexion")
+    else:
+        variants = parse_variants(modes, reflexion)
+    load_questions(data)                           # fail on bad data before the model loads
+    if setting == "gold-context":
         spec = llm_spec(llm)
         report, paths = run_hotpotqa_gold(
             load_llm(spec), llm_label=spec, strategies=strategies, limit=limit,
@@ -121,7 +125,6 @@ def hotpotqa(
             out_dir=out, fresh=fresh, show_progress=not (json_out or output.quiet()))
         _finish(report, paths, json_out)
         return
-    variants = parse_variants(modes, reflexion)
     spec = llm_spec(llm)
     model = load_llm(spec)
     report, paths = run_hotpotqa(model, llm_label=spec, variants=variants, limit=limit,

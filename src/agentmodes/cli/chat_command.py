@@ -38,7 +38,7 @@ def default_chat_db() -> Path:
 
 @app.command()
 def chat(
-    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    kb: Optional[str] = typer.Option(None, "--kb", help=KB_HELP),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     chatbot: str = typer.Option("default", "--chatbot",
                                 help="Chatbot to talk to (--kb points it at that file)."),
@@ -73,7 +73,9 @@ def chat(
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     # The KB: --kb, else $AGENTMODES_KB for a new chatbot, else the chatbot's own.
     chosen = kb_path(kb) if kb is not None or os.environ.get("AGENTMODES_KB") else None
-    service = build_service(database, llm=llm or os.environ.get("AGENTMODES_LLM"))
+    # run_jobs=False: a terminal chat runs no server's upload jobs.
+    service = build_service(database, llm=llm or os.environ.get("AGENTMODES_LLM"),
+                            run_jobs=False)
     try:
         bot = _chatbot(service, chatbot, chosen, system)
         conv_id = _conversation(service, bot.name, continue_last, conversation)
@@ -86,14 +88,13 @@ def chat(
         raise typer.Exit(1)
 
 
-def _chatbot(service: Any, name: str, kb: Optional[Path], system: Optional[str]) -> Any:
+def _chatbot(service: Any, name: str, kb: Optional[str], system: Optional[str]) -> Any:
+    from ..server.runtime import check_kb, kb_location
     from ..store.chat import ChatStoreError
 
     if kb is not None:
-        if not kb.is_file():
-            raise fail(f"no knowledge base at {kb}; create it with `agentmodes ingest DOCS "
-                       f"--kb {kb}`", 1)
-        bot = service.ensure_chatbot(name, kb_path=str(kb.expanduser().resolve()))
+        check_kb(kb)
+        bot = service.ensure_chatbot(name, kb_path=kb_location(kb))
     else:
         try:
             bot = service.get_chatbot(name)

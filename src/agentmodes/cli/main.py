@@ -93,6 +93,7 @@ def _register() -> None:
     from . import docs_command  # noqa: F401  docs list, show, rm
     from . import chat_command  # noqa: F401  chat
     from . import mcp_command  # noqa: F401  mcp
+    from . import formats_command  # noqa: F401  bench formats
 
 
 def _error(message: str, code: int) -> None:

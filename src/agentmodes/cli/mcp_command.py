@@ -4,7 +4,6 @@ Cursor, VS Code, the MCP Inspector, any agent framework) over stdio or streamabl
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Literal, Optional
 
 import typer
@@ -16,7 +15,7 @@ from .main import app, fail
 
 @app.command("mcp")
 def mcp_server(
-    kb: Optional[Path] = typer.Option(None, "--kb", help=KB_HELP),
+    kb: Optional[str] = typer.Option(None, "--kb", help=KB_HELP),
     transport: Literal["stdio", "http"] = typer.Option(
         "stdio", "--transport", help="stdio (a client starts this command) or http "
         "(streamable HTTP at /mcp)."),

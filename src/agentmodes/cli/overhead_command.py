@@ -34,3 +34,4 @@ def overhead(
     table = markdown(report)
     wrote(*write_results(results_dir(out_dir), "overhead", report, table))
     typer.echo(table)
+

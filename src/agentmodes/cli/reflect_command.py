@@ -34,12 +34,13 @@ _CODE_WORDS = re.compile(r"\b(python|function|code|program|script|implement|clas
                          r"funktion|programm|skript)\b", re.IGNORECASE)
 
 
-def default_memory_path() -> Path:
+def default_memory_path() -> str:
+    """$AGENTMODES_MEMORY (a file or a postgresql:// URL), else the user's data folder."""
     base = os.environ.get("AGENTMODES_MEMORY")
     if base:
-        return Path(base).expanduser()
+        return base if "://" in base else str(Path(base).expanduser())
     data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return data / "agentmodes" / "memory.db"
+    return str(data / "agentmodes" / "memory.db")
 
 
 def _kind(kind: str, task: str) -> str:
@@ -97,9 +98,9 @@ def reflect(
     actor: str = typer.Option("direct", "--actor", help=(
         "without --kb, who writes the attempts: direct (one prompt), cot (chain-of-thought: "
         "reasoning, then the answer), plan-and-solve (a plan, then the solution)")),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=(
-        "reflexion: SQLite file of the lessons per task (default $AGENTMODES_MEMORY or "
-        "~/.local/share/agentmodes/memory.db)")),
+    memory: Optional[str] = typer.Option(None, "--memory", help=(
+        "reflexion: file or postgresql:// URL of the lessons per task (default "
+        "$AGENTMODES_MEMORY or ~/.local/share/agentmodes/memory.db)")),
     no_memory: bool = typer.Option(False, "--no-memory", help="reflexion: keep lessons in this "
                                    "run only"),
     evaluator: str = typer.Option("auto", "--evaluator", help=(
@@ -107,7 +108,7 @@ def reflect(
         "that must all pass: tests, reviewer, heuristic (seed 004's rule; needs --kb)")),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="heuristic: most steps a "
                                   "trial may take"),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="Answer with an agent over this "
+    kb: Optional[str] = typer.Option(None, "--kb", help="Answer with an agent over this "
                                       "knowledge base; the loop works on its final answer."),
     mode: str = typer.Option("reflact", "--mode", help="with --kb: act | react | reflact | "
                              "plan-and-solve (the agent that writes the first attempt)"),
@@ -160,7 +161,7 @@ def reflect(
                        intro, language)
 
 
-def _evaluator_names(text: str, kb: Optional[Path]) -> list[str]:
+def _evaluator_names(text: str, kb: Optional[str]) -> list[str]:
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in EVALUATORS]
     if not names or unknown:
@@ -188,7 +189,7 @@ def _judge(names: list[str], tests: Any, reviewer: Any, max_steps: int) -> Any:
 
 
 @contextmanager
-def _actor(model: Any, kind: str, kb: Optional[Path], mode: str, language: str = "auto",
+def _actor(model: Any, kind: str, kb: Optional[str], mode: str, language: str = "auto",
            strategy: str = "direct"):
     """A prompt actor, or an agent over the knowledge base (closed afterwards)."""
     from ..modes.actors import AgentActor, LLMActor
@@ -215,16 +216,17 @@ def _actor(model: Any, kind: str, kb: Optional[Path], mode: str, language: str =
 
 
 def _reflexion(model: Any, actor: Any, judge: Any, task: str, trials: int,
-               memory: Optional[Path], no_memory: bool, view: "ReflectView",
+               memory: Optional[str], no_memory: bool, view: "ReflectView",
                intro: list[dict], language: str = "auto") -> None:
     from ..modes.reflexion import Reflexion
 
     store = None
     if not no_memory:
         from ..store.memory import ReflexionMemoryStore
-        path = memory or default_memory_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        store = ReflexionMemoryStore(path)
+        location = memory or default_memory_path()
+        if "://" not in location:
+            Path(location).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        store = ReflexionMemoryStore(location)
     try:
         events = Reflexion(model, actor, judge, max_trials=trials, memory=store,
                            language=language).stream(task)

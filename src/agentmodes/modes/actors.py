@@ -51,31 +51,52 @@ def previous_block(previous: Optional[Previous], language: str) -> str:
                   feedback=previous.feedback.strip() or "-")
 
 
+def final_answer_of(text: str) -> str:
+    """The FINAL ANSWER (or Finish[...]) of a reply; the reply's last line without one."""
+    from ..parsing import parse_step
+
+    step = parse_step(text)
+    if step.final_answer:
+        return step.final_answer
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 @dataclass
 class LLMActor:
-    """A single prompt: the code generator of seed 001 (kind="code") or a direct answer."""
+    """A single prompt: the code generator of seed 001 (kind="code") or a direct answer.
+
+    strategy "plan-and-solve" asks for a plan first and then the code or the solution with
+    its FINAL ANSWER (Plan-and-Solve prompting; see prompt_actors.PlanAndSolveActor)."""
 
     llm: ChatModel
     kind: Kind = "code"
     language: str = "auto"
     context: str = ""          # extra material for text tasks (e.g. retrieved passages)
     max_tokens: int = 768
+    strategy: str = "direct"   # direct | plan-and-solve
 
     def act(self, task: str, lessons: Sequence[str] = (),
             previous: Optional[Previous] = None) -> Attempt:
         lang = resolve_language(self.language, task)
         fields = dict(task=task.strip(), lessons=lessons_block(lessons, lang),
                       previous=previous_block(previous, lang))
+        planned = self.strategy == "plan-and-solve"
+        name = f"{'plan_and_solve' if planned else 'draft'}_{self.kind}"
         if self.kind == "code":
-            reply = complete(self.llm, prompt("draft_code", lang, **fields), max_tokens=self.max_tokens)
+            reply = complete(self.llm, prompt(name, lang, **fields), max_tokens=self.max_tokens)
             output = extract_code(reply.text)
         else:
             context = prompt("context", lang, sources=self.context) if self.context else ""
-            reply = complete(self.llm, prompt("draft_text", lang, context=context, **fields),
+            reply = complete(self.llm, prompt(name, lang, context=context, **fields),
                              max_tokens=self.max_tokens)
-            output = reply.text
+            output = final_answer_of(reply.text) if planned else reply.text
+        plan: list[str] = []
+        if planned:
+            from .plan_and_solve import parse_plan
+            plan = parse_plan(reply.text.split("```", 1)[0])
         return Attempt(output=output, usage=reply.usage, context=self.context,
-                       trajectory=output, raw=reply.text)
+                       trajectory=reply.text if planned else output, raw=reply.text, plan=plan)
 
 
 _EVENT_LINES = {

@@ -22,10 +22,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..llm.base import ChatModel
-from ..parsing import parse_step
-from .actors import Kind, Previous, lessons_block, previous_block
-from .plan_and_solve import parse_plan
-from .self_correction import Attempt, complete, extract_code, prompt, resolve_language
+from .actors import Kind, LLMActor, Previous, final_answer_of, lessons_block, previous_block
+from .self_correction import Attempt, complete, prompt, resolve_language
 
 _CONTEXT_LABEL = {"en": "Context:", "de": "Kontext:", "zh": "上下文："}
 
@@ -35,15 +33,6 @@ def _cot_grammar(llm: ChatModel) -> Optional[str]:
         return None
     from ..llm.grammars import step_grammar
     return step_grammar("react", [])
-
-
-def _answer_of(text: str) -> str:
-    """The FINAL ANSWER (or Finish[...]) of a reply; the reply's last line without one."""
-    step = parse_step(text)
-    if step.final_answer:
-        return step.final_answer
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 @dataclass
@@ -68,34 +57,12 @@ class ChainOfThoughtActor:
                                           lessons=lessons_block(lessons, lang),
                                           previous=previous_block(previous, lang)),
                          max_tokens=self.max_tokens, grammar=_cot_grammar(self.llm))
-        return Attempt(output=_answer_of(reply.text), usage=reply.usage, context=self.context,
+        return Attempt(output=final_answer_of(reply.text), usage=reply.usage, context=self.context,
                        trajectory=reply.text, raw=reply.text)
 
 
 @dataclass
-class PlanAndSolveActor:
+class PlanAndSolveActor(LLMActor):
     """Plan first, then carry the plan out, in one prompt (Plan-and-Solve prompting)."""
 
-    llm: ChatModel
-    kind: Kind = "code"
-    language: str = "auto"
-    context: str = ""
-    max_tokens: int = 768
-
-    def act(self, task: str, lessons: Sequence[str] = (),
-            previous: Optional[Previous] = None) -> Attempt:
-        lang = resolve_language(self.language, task)
-        fields = dict(task=task.strip(), lessons=lessons_block(lessons, lang),
-                      previous=previous_block(previous, lang))
-        if self.kind == "code":
-            reply = complete(self.llm, prompt("plan_and_solve_code", lang, **fields),
-                             max_tokens=self.max_tokens)
-            output = extract_code(reply.text)
-        else:
-            context = prompt("context", lang, sources=self.context) if self.context else ""
-            reply = complete(self.llm, prompt("plan_and_solve_text", lang, context=context,
-                                              **fields), max_tokens=self.max_tokens)
-            output = _answer_of(reply.text)
-        plan = parse_plan(reply.text.split("```", 1)[0])
-        return Attempt(output=output, usage=reply.usage, context=self.context,
-                       trajectory=reply.text, raw=reply.text, plan=plan)
+    strategy: str = "plan-and-solve"

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, Optional
@@ -24,26 +26,35 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(db: Path, *, kb: Optional[Path] = None, llm: Optional[str] = None,
-                   env: Optional[dict[str, str]] = None, startup_timeout: float = 60.0
-                   ) -> Iterator[str]:
+def running_server(db: Path | str, *, kb: Optional[Path | str] = None,
+                   llm: Optional[str] = None, env: Optional[dict[str, str]] = None,
+                   startup_timeout: float = 60.0, workers: int = 1,
+                   process: Optional[list] = None) -> Iterator[str]:
     """Start `agentmodes serve` on 127.0.0.1, yield its base URL once /api/health answers,
-    stop it (SIGTERM, then SIGKILL) on exit. `env` replaces the environment if given."""
+    stop it (SIGTERM, then SIGKILL) on exit. `env` replaces the environment if given;
+    `db`/`kb` may be paths or postgresql:// URLs; `process`, if given, receives the Popen."""
     port = free_port()
     cmd = [sys.executable, "-c", "from agentmodes.cli.main import run; run()", "serve",
-           "--port", str(port), "--db", str(db), "--no-access-log"]
+           "--port", str(port), "--db", str(db), "--no-access-log", "--workers", str(workers)]
     if kb is not None:
         cmd += ["--kb", str(kb)]
     if llm is not None:
         cmd += ["--llm", llm]
+    # stderr to a file, not a pipe nobody reads: a chatty server must never block on it.
+    log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+    # Its own session: with --workers the supervisor has children, stopped with it.
     proc = subprocess.Popen(cmd, env=env if env is not None else dict(os.environ),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=log, text=True,
+                            start_new_session=True)
+    if process is not None:
+        process.append(proc)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup_timeout
         while True:
             if proc.poll() is not None:
-                raise AgentModesError(f"agentmodes serve exited: {proc.stderr.read().strip()}")
+                log.seek(0)
+                raise AgentModesError(f"agentmodes serve exited: {log.read().strip()}")
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
                     break
@@ -57,7 +68,7 @@ def running_server(db: Path, *, kb: Optional[Path] = None, llm: Optional[str] = 
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        log.close()

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
+import mimetypes
 
 import anyio.to_thread
-from fastapi import APIRouter, FastAPI, File, HTTPException, Request, UploadFile
-from fastapi.responses import FileResponse
+from fastapi import APIRouter, FastAPI, File, HTTPException, Request, Response, UploadFile
 
 from ..service import AgentChatService
 from .auth import admin_scope, chat_scope, upload_rate
 from .schemas import ChatbotCreate, ChatbotUpdate, chatbot_json, job_json
-from .uploads import UploadError, check_content, safe_filename, target_path
+from .uploads import UploadError, check_content, safe_filename
 
 router = APIRouter(prefix="/api", tags=["chatbots"])
 SNIFF_BYTES = 4096
-COPY_CHUNK = 1 << 16
 
 
 def _service(request: Request) -> AgentChatService:
@@ -53,43 +49,40 @@ def delete_chatbot(name: str, request: Request) -> None:
     _service(request).delete_chatbot(name)
 
 
+# Documents are rows in the database (store/job_queue.py), so every worker lists and serves
+# the same ones, whichever worker took the upload.
 @router.get("/chatbots/{name}/documents", dependencies=[chat_scope])
 def list_documents(name: str, request: Request) -> list[dict]:
-    service = _service(request)
-    folder = service.upload_dir(service.get_chatbot(name))
-    return [{"name": p.name, "bytes": p.stat().st_size} for p in sorted(folder.iterdir())
-            if p.is_file() and not p.name.startswith(".")]
+    return [{"name": d.name, "bytes": d.size} for d in _service(request).documents(name)]
 
 
 @router.get("/chatbots/{name}/documents/{filename}", dependencies=[chat_scope])
-def get_document(name: str, filename: str, request: Request) -> FileResponse:
-    service = _service(request)
-    folder = service.upload_dir(service.get_chatbot(name))
+def get_document(name: str, filename: str, request: Request) -> Response:
     try:
-        path = target_path(folder, filename)
+        safe = safe_filename(filename)
     except UploadError:
         raise HTTPException(404, "no such document") from None
-    if path.name != filename or not path.is_file():
+    content = _service(request).document(name, safe) if safe == filename else None
+    if content is None:
         raise HTTPException(404, "no such document")
-    return FileResponse(path, filename=path.name)
+    kind = mimetypes.guess_type(safe)[0] or "application/octet-stream"
+    return Response(content, media_type=kind,
+                    headers={"Content-Disposition": f'attachment; filename="{safe}"'})
 
 
 async def upload_documents(name: str, request: Request,
                            files: list[UploadFile] = File(...)) -> dict:
-    """Store the files under the chatbot's upload dir and start a background ingest job."""
+    """Store the files as the chatbot's documents and queue the job that ingests them."""
     service = _service(request)
-    bot = await anyio.to_thread.run_sync(service.get_chatbot, name)
-    folder = service.upload_dir(bot)
-    # Check every file before writing any, so a bad file in a batch changes nothing.
-    checked: list[tuple[UploadFile, Path]] = []
+    await anyio.to_thread.run_sync(service.get_chatbot, name)
+    # Check every file before storing any, so a bad file in a batch changes nothing.
+    checked: list[tuple[str, bytes]] = []
     for upload in files:
         filename = safe_filename(upload.filename or "")
-        head = await upload.read(SNIFF_BYTES)
-        check_content(filename, head)
-        await upload.seek(0)
-        checked.append((upload, target_path(folder, filename)))
-    saved = [await anyio.to_thread.run_sync(_save, upload, path) for upload, path in checked]
-    job = await anyio.to_thread.run_sync(service.start_ingest, name, saved)
+        content = await upload.read()       # bounded by the route's max_body_size
+        check_content(filename, content[:SNIFF_BYTES])
+        checked.append((filename, content))
+    job = await anyio.to_thread.run_sync(service.upload, name, checked)
     return job_json(job)
 
 
@@ -98,17 +91,6 @@ def add_upload_route(app: FastAPI, max_upload_bytes: int) -> None:
     app.post("/api/chatbots/{name}/documents", status_code=202, tags=["chatbots"],
              dependencies=[admin_scope, upload_rate],
              max_body_size=max_upload_bytes)(upload_documents)
-
-
-def _save(upload: UploadFile, path: Path) -> Path:
-    # Write to a temp file in the same dir, then rename: a crash never leaves half a document
-    # where the next ingest would read it.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
-    with os.fdopen(fd, "wb") as out:
-        while chunk := upload.file.read(COPY_CHUNK):
-            out.write(chunk)
-    os.replace(tmp, path)
-    return path
 
 
 @router.get("/chatbots/{name}/jobs", dependencies=[chat_scope])

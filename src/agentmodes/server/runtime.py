@@ -15,6 +15,7 @@ from typing import Any, Iterator, Optional
 from ..errors import ConfigError
 from ..service import AgentChatService
 from ..store.chat import ChatStore
+from ..store.urls import is_postgres
 
 
 class SerializedModel:
@@ -48,7 +49,7 @@ def llm_factory(spec: Optional[str]):
 
 def has_users(db: str) -> bool:
     """Whether the chat database at `db` already has users (without creating it)."""
-    if "://" not in db and not Path(db).expanduser().is_file():
+    if not is_postgres(db) and not Path(db).expanduser().is_file():
         return False
     store = ChatStore.open(db)
     try:
@@ -57,25 +58,43 @@ def has_users(db: str) -> bool:
         store.close()
 
 
-def data_dir_for(db: str) -> Path:
-    """Uploads and per-chatbot KBs live next to the chat database: chat.db -> chat-files/."""
-    if "://" in db:
+def data_dir_for(db: str, data_dir: Optional[str] = None) -> Path:
+    """Where a worker keeps uploaded files while it ingests them (and, with SQLite, the
+    per-chatbot KB files): --data-dir / AGENTMODES_DATA_DIR, else next to the chat database
+    (chat.db -> chat-files/), else for a database URL ./agentmodes-files. Workers on one
+    database should use the same path: a document's path is its identity in the KB."""
+    if data_dir:
+        return Path(data_dir).expanduser().resolve()
+    if is_postgres(db):
         return Path.cwd() / "agentmodes-files"
     path = Path(db).expanduser().resolve()
     return path.with_name(f"{path.stem}-files")
 
 
-def build_service(db: str, *, kb: Optional[str] = None, llm: Optional[str] = None,
-                  **kwargs: Any) -> AgentChatService:
-    if kb is not None and not Path(kb).expanduser().is_file():
+def kb_location(kb: str) -> str:
+    """A --kb as the chatbot records it: a resolved path, or the URL as given."""
+    return kb if "://" in kb else str(Path(kb).expanduser().resolve())
+
+
+def check_kb(kb: str) -> None:
+    """--kb must name an existing knowledge base (nothing is created by `serve`)."""
+    if "://" in kb:
+        from ..knowledge.base import KnowledgeBase
+        KnowledgeBase.open(kb, create=False).close()
+    elif not Path(kb).expanduser().is_file():
         raise ConfigError(f"knowledge base {kb} does not exist; create it with "
                           f"`agentmodes ingest DOCS --kb {kb}`")
+
+
+def build_service(db: str, *, kb: Optional[str] = None, llm: Optional[str] = None,
+                  data_dir: Optional[str] = None, **kwargs: Any) -> AgentChatService:
+    if kb is not None:
+        check_kb(kb)
     if "llm_factory" not in kwargs:      # a bad --llm fails before any file is created
         kwargs["llm_factory"] = llm_factory(llm)
     store = ChatStore.open(db)
-    store.fail_orphaned_jobs()
     store.fail_orphaned_runs()
-    service = AgentChatService(store, data_dir=data_dir_for(db), **kwargs)
+    service = AgentChatService(store, data_dir=data_dir_for(db, data_dir), **kwargs)
     if kb is not None:
-        service.ensure_chatbot("default", kb_path=str(Path(kb).expanduser().resolve()))
+        service.ensure_chatbot("default", kb_path=kb_location(kb))
     return service

@@ -9,24 +9,28 @@ timeout from store.engine).
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from sqlalchemy import (JSON, Column, DateTime, Engine, ForeignKey, Index, Integer, String,
+from sqlalchemy import (JSON, Column, DateTime, Engine, Float, ForeignKey, Index, Integer, String,
                         Table, Text, delete, func, insert, select, update)
 from sqlalchemy.exc import IntegrityError
 
 from .engine import make_engine, metadata, prepare_schema
-# Re-exported: callers import the errors, jobs and the job table from here.
+# Re-exported: callers import the errors from here.
 from .errors import ChatStoreError, ConflictError, NotFoundError  # noqa: F401
-from .jobs import IngestJob, IngestJobs, _owner_alive, ingest_jobs, this_process  # noqa: F401
+from .job_queue import JobQueue, chatbot_documents
+from .runs import RunningAnswers, this_process  # noqa: F401
 from .users import UserStore
 
 # "running": the answer's row is written when its run starts, so that a process killed
 # mid-answer leaves a row that the next start marks as an error (fail_orphaned_runs).
 MESSAGE_STATUSES = ("running", "complete", "cancelled", "error")
+JOB_STATUSES = ("queued", "running", "done", "failed")
 
 chatbots = Table(
     "chatbots", metadata,
@@ -53,9 +57,8 @@ conversations = Table(
     # Principal.owner of its creator ("user:7", "key:chat", "local"); NULL for conversations
     # made by library code or before owners existed: those only admins see.
     Column("owner", String(100), nullable=True),
+    Index("conversations_owner", "owner", "updated_at"),
 )
-conversations_owner = Index("conversations_owner", conversations.c.owner,
-                            conversations.c.updated_at)
 
 messages = Table(
     "chatbot_messages", metadata,
@@ -74,6 +77,24 @@ messages = Table(
     Column("error", Text, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("worker", String(300), nullable=True),     # this_process() of a running answer
+)
+
+ingest_jobs = Table(
+    "ingest_jobs", metadata,
+    Column("id", String(32), primary_key=True),
+    Column("chatbot_id", Integer, ForeignKey("chatbots.id", ondelete="CASCADE"), nullable=False),
+    Column("status", String(16), nullable=False, default="queued"),
+    Column("files", JSON, nullable=False),
+    Column("progress", JSON, nullable=False),           # {"done": n, "total": m, "current": path}
+    Column("report", JSON, nullable=True),
+    Column("error", Text, nullable=True),
+    # host:pid of the worker that created or claimed it (store/job_queue.py).
+    Column("owner", String(300), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("lease_expires", Float, nullable=True),      # database clock, epoch seconds
+    Column("attempts", Integer, nullable=False, default=0, server_default="0"),
+    Index("ingest_jobs_runnable", "status", "created_at"),
 )
 
 def _now() -> datetime:
@@ -129,6 +150,20 @@ class StoredMessage:
     created_at: Optional[str] = None
 
 
+@dataclass(slots=True)
+class IngestJob:
+    id: str
+    chatbot_id: int
+    status: str
+    files: list[str]
+    progress: dict[str, Any] = field(default_factory=dict)
+    report: Optional[dict] = None
+    error: Optional[str] = None
+    created_at: Optional[str] = None
+    updated_at: Optional[str] = None
+    attempts: int = 0                  # claims by a worker so far (a dead worker's job is retried)
+
+
 def _chatbot(row) -> Chatbot:
     return Chatbot(row.id, row.name, row.description, row.language, row.kb_path,
                    dict(row.settings or {}), _iso(row.created_at), _iso(row.updated_at))
@@ -140,21 +175,30 @@ def _message(row) -> StoredMessage:
                          row.timings, row.error, _iso(row.created_at))
 
 
+def _job(row) -> IngestJob:
+    return IngestJob(row.id, row.chatbot_id, row.status, list(row.files or []),
+                     dict(row.progress or {}), row.report, row.error,
+                     _iso(row.created_at), _iso(row.updated_at), row.attempts or 0)
+
+
 _MESSAGE_FIELDS = {"mode", "agent_trace", "stream_metadata", "usage", "sources", "timings",
                    "error", "worker"}
 
 
-class ChatStore(IngestJobs):
+class ChatStore(JobQueue, RunningAnswers):
     """The persistence face of the chat service. Open with a file path or SQLAlchemy URL."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, location: Optional[str] = None):
         self.engine = engine
+        # Where it was opened (path or URL, password included): a chatbot's KB made inside
+        # a PostgreSQL chat database is opened on the same connection string.
+        self.location = location
         prepare_schema(engine)      # migrations: one process upgrades, the others wait
         self.users = UserStore(engine)
 
     @classmethod
     def open(cls, path_or_url: str) -> "ChatStore":
-        return cls(make_engine(path_or_url))
+        return cls(make_engine(path_or_url), str(path_or_url))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -183,6 +227,13 @@ class ChatStore(IngestJobs):
             raise NotFoundError(f"no chatbot named {name!r}")
         return bot
 
+    def get_chatbot_by_id(self, chatbot_id: int) -> Chatbot:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(chatbots).where(chatbots.c.id == chatbot_id)).first()
+        if row is None:
+            raise NotFoundError(f"no chatbot with id {chatbot_id}")
+        return _chatbot(row)
+
     def list_chatbots(self) -> list[Chatbot]:
         with self.engine.connect() as conn:
             rows = conn.execute(select(chatbots).order_by(chatbots.c.name)).all()
@@ -207,6 +258,7 @@ class ChatStore(IngestJobs):
             conn.execute(delete(messages).where(messages.c.conversation_id.in_(conv_ids)))
             conn.execute(delete(conversations).where(conversations.c.chatbot_id == bot.id))
             conn.execute(delete(ingest_jobs).where(ingest_jobs.c.chatbot_id == bot.id))
+            conn.execute(delete(chatbot_documents).where(chatbot_documents.c.chatbot_id == bot.id))
             conn.execute(delete(chatbots).where(chatbots.c.id == bot.id))
 
     # conversations ----------------------------------------------------------------------
@@ -294,18 +346,6 @@ class ChatStore(IngestJobs):
                          .values(content=content, status=status, **values))
         return self.get_message(message_id)
 
-    def fail_orphaned_runs(self) -> int:
-        """Mark answers still `running` whose process is gone (killed mid-answer) as errors."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(messages.c.id, messages.c.worker).where(
-                messages.c.status == "running")).all()
-        orphans = [r.id for r in rows if not _owner_alive(r.worker)]
-        if orphans:
-            with self.engine.begin() as conn:
-                conn.execute(update(messages).where(messages.c.id.in_(orphans)).values(
-                    status="error", error="the server stopped before this answer was finished"))
-        return len(orphans)
-
     def list_messages(self, conversation_id: str, *, last: Optional[int] = None
                       ) -> list[StoredMessage]:
         """Messages in order; `last` keeps only the most recent ones (the history window)."""
@@ -329,3 +369,34 @@ class ChatStore(IngestJobs):
     def count_messages(self) -> int:
         with self.engine.connect() as conn:
             return conn.execute(select(func.count(messages.c.id))).scalar_one()
+
+    # ingest jobs ------------------------------------------------------------------------
+    def create_job(self, chatbot: Chatbot, files: list[str]) -> IngestJob:
+        now = _now()
+        job_id = uuid.uuid4().hex
+        with self.engine.begin() as conn:
+            conn.execute(insert(ingest_jobs).values(
+                id=job_id, chatbot_id=chatbot.id, status="queued", files=files,
+                owner=f"{socket.gethostname()}:{os.getpid()}",
+                progress={"done": 0, "total": len(files)}, created_at=now, updated_at=now))
+        return self.get_job(job_id)
+
+    def update_job(self, job_id: str, **changes: Any) -> None:
+        values = {k: v for k, v in changes.items()
+                  if k in {"status", "progress", "report", "error"}}
+        with self.engine.begin() as conn:
+            conn.execute(update(ingest_jobs).where(ingest_jobs.c.id == job_id)
+                         .values(**values, updated_at=_now()))
+
+    def get_job(self, job_id: str) -> IngestJob:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(ingest_jobs).where(ingest_jobs.c.id == job_id)).first()
+        if row is None:
+            raise NotFoundError(f"no ingest job {job_id!r}")
+        return _job(row)
+
+    def list_jobs(self, chatbot: Chatbot) -> list[IngestJob]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(ingest_jobs).where(ingest_jobs.c.chatbot_id == chatbot.id)
+                                .order_by(ingest_jobs.c.created_at.desc())).all()
+        return [_job(r) for r in rows]

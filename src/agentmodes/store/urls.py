@@ -89,6 +89,16 @@ def parse_postgres(url: str) -> PostgresURL:
     return PostgresURL(conninfo, kb, redact(conninfo if kb is None else text))
 
 
+def kb_url(database: str, name: str) -> str:
+    """The URL of knowledge base `name` inside the database at `database`."""
+    if not is_postgres(database):
+        raise ConfigError(f"a knowledge base inside the chat database needs a PostgreSQL "
+                          f"chat database, not {redact(database)}")
+    if not KB_NAME.fullmatch(name):
+        raise ConfigError(f"knowledge base name {name!r} is not valid")
+    return _with_parameter(parse_postgres(database).conninfo, KB_PARAMETER, name)
+
+
 def _with_parameter(uri: str, key: str, value: str) -> str:
     base, _, query = uri.partition("?")
     items = [i for i in query.split("&") if i and i.partition("=")[0] != key]
@@ -124,6 +134,7 @@ def connect(url: PostgresURL, **kwargs: Any) -> Any:
 def connection_problem(err: BaseException, display: str) -> str:
     """libpq's (multi-line) complaint as one line that starts with what went wrong."""
     detail = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    detail = detail.removeprefix("connection is bad: ")       # psycopg's own preamble
     lowered = detail.lower()
     if "password authentication failed" in lowered or "no password supplied" in lowered \
             or ("role" in lowered and "does not exist" in lowered):

@@ -3,15 +3,15 @@ the process writing a running answer (so a restart can fail the answers of a dea
 
 Conversations from before this revision have no owner: only admins see them.
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
