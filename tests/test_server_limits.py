@@ -79,9 +79,10 @@ def test_forty_slow_chats_leave_health_answering_and_stop_when_their_clients_lea
         assert _until(lambda: httpx.get(f"{url}/api/health").json()["runs"]["running"] == 0)
         assert _until(lambda: len(_statuses(service)) == len(models.made) and
                       all(s == "cancelled" for s in _statuses(service)))
-        # Those that got a slot while the others were still giving up were cut short too.
+        # Those that got a slot while the others were still giving up were cut short too:
+        # no model call ran to its end.
         assert len(models.made) < 40
-        assert all(m.closed_early.is_set() and m.finished_calls == 0 for m in models.made)
+        assert all(m.finished_calls == 0 for m in models.made)
     service.close()
 
 
