@@ -40,7 +40,7 @@ def auth_required(conn: HTTPConnection) -> bool:
 def resolve(conn: HTTPConnection, token: Optional[str]) -> Optional[Principal]:
     """The principal a token stands for, or None if it grants nothing."""
     config: ServerConfig = conn.app.state.config
-    if token:
+    if token and isinstance(token, str):    # a WebSocket message may carry any JSON there
         if _matches(token, config.admin_key):
             return ENV_ADMIN
         if _matches(token, config.chat_key):
