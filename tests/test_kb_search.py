@@ -83,21 +83,24 @@ def test_german_inflection_is_found(tmp_path):
 
 
 def test_index_follows_changes_incrementally(tmp_path, monkeypatch):
-    from agentmodes.knowledge.searcher import Searcher
+    from agentmodes.knowledge.analysis import Analyzer
 
     corpus = make_corpus(tmp_path / "docs")
     with KnowledgeBase.open(tmp_path / "kb.db", embedder=HashingEmbedder()) as kb:
         kb.ingest(corpus)
-        assert kb.search("volcano", mode="hybrid")  # builds the in-memory index
-        added: list[list[int]] = []
-        original = Searcher.add
-        monkeypatch.setattr(Searcher, "add",
-                            lambda self, ids, texts: (added.append(list(ids)), original(self, ids, texts)))
+        assert kb.search("volcano", mode="hybrid")
+        analysed: list[str] = []
+        original = Analyzer.analyse_keys
+        monkeypatch.setattr(Analyzer, "analyse_keys", lambda self, text, *args, **kwargs: (
+            analysed.append(text), original(self, text, *args, **kwargs))[1])
         (corpus / "glacier.md").write_text("# Glaciers\n\nGlaciers carve valleys slowly.")
         report = kb.ingest(corpus)
         hits = kb.search("glaciers carve valleys", mode="semantic", k=1)
-        assert hits[0].title == "Glaciers"
-        assert added == [[hits[0].chunk_id]] and report.chunks_added == 1  # only the new chunk
+        assert hits[0].title == "Glaciers" and report.chunks_added == 1
+        # only the new chunk was analysed (plus the query itself), nothing re-analysed
+        assert [t for t in analysed if "Glaciers carve" in t] == [
+            "Glaciers\nGlaciers carve valleys slowly."]
+        assert len(analysed) == 2
 
 
 def test_searches_from_other_threads_during_an_ingest(tmp_path):

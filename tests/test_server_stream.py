@@ -168,6 +168,7 @@ def test_reflection_pass_refines_the_answer_and_is_stored(tmp_path):
         assert any(e.get("status") == "refinement" for e in events)
         done = events[-1]
         assert done["full_response"] == refined
+        assert done["reflection"].pop("elapsed_s") >= 0      # the pass's own time
         assert done["reflection"] == {"rounds": 1, "stop_reason": "max_iterations",
                                       "draft": ANSWER}
         assert done["usage"]["calls"] == 4          # two agent steps, critique, refinement

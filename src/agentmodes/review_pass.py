@@ -45,6 +45,7 @@ def review_answer(llm: Any, question: str, done: Event, *, rounds: int,
             yield {**done, "full_response": event["full_response"], "usage": total.as_dict(),
                    "reflection": {"rounds": event["iterations"],
                                   "stop_reason": event["stop_reason"],
+                                  "elapsed_s": event["elapsed_s"],
                                   "draft": draft.output}}
             return
         if event.get("status") in _SKIP:

@@ -3,7 +3,8 @@
 For each BEIR set it runs, in one process and one pass: ours (lexical, semantic, hybrid),
 bm25s with the same English stemming, rank-bm25, plain numpy dense search over the same
 embeddings and plain RRF; then the fusion ablation, the confidence calibration figures and
-the 1k/10k/100k scale run. Quality: nDCG@10, Recall@5/@10, MRR@10. Cost: index build time,
+`agentmodes bench scale`
+measures the knowledge base at 1k-1M chunks. Quality: nDCG@10, Recall@5/@10, MRR@10. Cost: index build time,
 single-query latency p50/p95 (query vectors precomputed; embedding a query is reported
 separately), peak memory = tracemalloc peak while building the index (Python and numpy
 allocations; not RSS).
@@ -29,7 +30,6 @@ from .embed_cache import DEFAULT_CACHE_DIR, cached_embeddings
 from .metrics import evaluate
 from .peers import (CachedQueryEmbedder, System, bm25s_system, numpy_dense_system,
                     our_systems, plain_rrf_system, rank_bm25_system)
-from .scale import run_scale
 
 
 def shrink(ds: BeirSet, limit: int | None) -> BeirSet:
@@ -120,7 +120,7 @@ def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibra
 
 def run_retrieval(datasets: list[str], embedder: Embedder, out_dir: Path | None,
                   limit: int | None = None, data_dir: Path | None = None,
-                  cache_dir: Path = DEFAULT_CACHE_DIR, scale_sizes: list[int] | None = None,
+                  cache_dir: Path = DEFAULT_CACHE_DIR,
                   fit_confidence: bool = False, progress=print) -> dict:
     table = calibration.HitTable()
     per_set, score_sets, loaded = [], {}, []
@@ -139,19 +139,13 @@ def run_retrieval(datasets: list[str], embedder: Embedder, out_dir: Path | None,
     else:
         model = load_model()
         figures = calibration.report(table, model)
-    scale = []
-    if scale_sizes:
-        progress(f"scale run {scale_sizes}")
-        scale = run_scale(loaded, scale_sizes)
     results = {"datasets": per_set, "ablation": ablation,
                "confidence": {"high_confidence": model["high_confidence"],
                               "refitted": fit_confidence, "figures": figures},
-               "scale": scale, "limit": limit,
+               "limit": limit,
                "memory_note": "peak_mb = tracemalloc peak during index build (not RSS)",
                "latency_note": "single query, query vector precomputed; see "
-                               "query_embedding_p50_ms for the embedder's own cost",
-               "scale_note": "scale run: chunk texts made from the shared corpora; dense "
-                             "vectors are synthetic random unit vectors"}
+                               "query_embedding_p50_ms for the embedder's own cost"}
     if out_dir is not None:
         from .retrieval_report import write_reports
         write_reports(results, Path(out_dir))

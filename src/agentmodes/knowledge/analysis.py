@@ -12,13 +12,15 @@ with no evidence either way (e.g. a bare noun) falls back to the corpus's majori
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import re
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_GERMAN
 
 Language = Literal["en", "de"]
 LanguageSetting = Literal["en", "de", "auto"]
@@ -30,10 +32,22 @@ _STEMMER_NAMES = {"en": "english", "de": "german"}
 _TOKEN = re.compile(r"\w{2,}")  # = bm25s's (?u)\b\w\w+\b on maximal word runs, 20% faster
 _WORD = re.compile(r"(?u)\w+")
 
-STOPWORDS: dict[Language, frozenset[str]] = {
-    "en": frozenset(STOPWORDS_EN),
-    "de": frozenset(STOPWORDS_GERMAN),
-}
+
+
+def _bm25s_stopwords() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """bm25s's English and German stop word lists (the ones our baseline uses), read from its
+    data module without importing the bm25s package: its __init__ pulls in its benchmark
+    utilities, half a second of every cold start (a KB's first search must stay < 1 s)."""
+    spec = importlib.util.find_spec("bm25s")
+    path = Path(list(spec.submodule_search_locations)[0]) / "stopwords.py"
+    data = importlib.util.spec_from_file_location("_agentmodes_bm25s_stopwords", path)
+    module = importlib.util.module_from_spec(data)
+    data.loader.exec_module(module)
+    return module.STOPWORDS_EN, module.STOPWORDS_GERMAN
+
+
+_EN, _DE = _bm25s_stopwords()
+STOPWORDS: dict[Language, frozenset[str]] = {"en": frozenset(_EN), "de": frozenset(_DE)}
 
 # Function words that are frequent in one language and rare in the other ("in", "so",
 # "was", "an" are left out on purpose: they occur in both).
@@ -61,13 +75,25 @@ def detect_language(text: str) -> Language | None:
 
 
 def _decide(words: list[str], text: str) -> Language | None:
-    en = sum(1 for word in words if word in _MARKERS["en"])
-    de = sum(1 for word in words if word in _MARKERS["de"])
-    lowered = text.lower()  # not casefold: that turns ß into ss
-    de += 2 * sum(lowered.count(letter) for letter in "äöüß")
+    # map(frozenset.__contains__) counts in C; three generator sums per token were the
+    # hot spot of analysing 100k chunks.
+    en = sum(map(_MARKERS["en"].__contains__, words))
+    de = sum(map(_MARKERS["de"].__contains__, words))
+    if not text.isascii():
+        lowered = text.lower()  # not casefold: that turns ß into ss
+        de += 2 * sum(map(lowered.count, "äöüß"))
     if de == en:
         return None
     return "de" if de > en else "en"
+
+
+def term_key(term: str) -> int:
+    """A stable signed 64-bit key for an index term (the lexical index stores keys, not
+    strings: no vocabulary to load on open, and a query term is found by binary search).
+    0 is reserved for "no term" (a stop word), so a hash of 0 becomes 1."""
+    key = int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(),
+                         "little", signed=True)
+    return key or 1
 
 
 @lru_cache(maxsize=4)
@@ -92,6 +118,7 @@ class Analyzer:
         self.fallback = fallback
         self.use_stopwords = stopwords
         self._memo: dict[Language, dict[str, str]] = {lang: {} for lang in LANGUAGES}
+        self._keys: dict[Language, dict[str, int]] = {lang: {} for lang in LANGUAGES}
 
     def language_of(self, text: str) -> Language:
         if self.language != "auto":
@@ -104,30 +131,44 @@ class Analyzer:
 
     def analyse(self, text: str, language: Language | None = None,
                 fallback: Language | None = None) -> tuple[Language, list[str]]:
-        """(language, terms) with one tokenisation pass for both.
-
-        This is the hot loop of building an index (100k chunks), hence the shape: one regex
-        pass, language evidence counted on those tokens, then memo look-ups in a
-        comprehension, stemming only words never seen before.
-        """
+        """(language, terms) with one tokenisation pass for both."""
         words = _TOKEN.findall(text.casefold())
-        lang = language or (self.language if self.language != "auto" else
-                            _decide(words, text) or fallback or self.fallback)
-        memo = self._memo[lang]
-        try:
-            stems = [memo[word] for word in words]
-        except KeyError:
-            self._learn(lang, words)
-            stems = [memo[word] for word in words]
-        return lang, [term for term in stems if term]
+        lang = self._language(words, text, language, fallback)
+        return lang, list(filter(None, self._lookup(self._memo[lang], lang, words)))
 
-    def _learn(self, lang: Language, words: list[str]) -> None:
-        memo = self._memo[lang]
+    def analyse_keys(self, text: str, language: Language | None = None,
+                     fallback: Language | None = None) -> tuple[Language, list[int]]:
+        """(language, term keys): `analyse` with each term as its term_key, the form the
+        lexical index stores. This is the hot loop of indexing (one call per chunk), hence
+        the shape: one regex pass, language evidence counted on those tokens, then memo
+        look-ups with map() in C, stemming and hashing only words never seen before."""
+        words = _TOKEN.findall(text.casefold())
+        lang = self._language(words, text, language, fallback)
+        return lang, list(filter(None, self._lookup(self._keys[lang], lang, words)))
+
+    def _language(self, words: list[str], text: str, language: Language | None,
+                  fallback: Language | None) -> Language:
+        if language:
+            return language
+        if self.language != "auto":
+            return self.language
+        return _decide(words, text) or fallback or self.fallback
+
+    def _lookup(self, memo: dict, lang: Language, words: list[str]) -> list:
+        try:
+            return list(map(memo.__getitem__, words))
+        except KeyError:  # some words are new: a set difference finds them in C
+            self._learn(lang, list(set(words).difference(memo)))
+            return list(map(memo.__getitem__, words))
+
+    def _learn(self, lang: Language, new: list[str]) -> None:
+        """Stem (and key) the given unseen words; only they are visited, not the whole text."""
+        memo, keys = self._memo[lang], self._keys[lang]
         stop = STOPWORDS[lang] if self.use_stopwords else frozenset()
-        stemmer = _stemmer(lang)
-        new = [word for word in set(words) if word not in memo]
-        for word, stem in zip(new, stemmer.stemWords(new)):
-            memo[word] = "" if word in stop else fold_diacritics(stem)
+        for word, stem in zip(new, _stemmer(lang).stemWords(new)):
+            term = "" if word in stop else fold_diacritics(stem)
+            memo[word] = term
+            keys[word] = term_key(term) if term else 0
 
     def terms_many(self, texts: list[str]) -> list[list[str]]:
         return [self.terms(text) for text in texts]

@@ -31,7 +31,6 @@ from .embedders import Embedder, get_embedder
 from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
 from .backends import Backend, open_backend
 from .types import DocumentInfo, Hit, IngestReport, Passage
-from .web_pages import ingest_urls, is_url
 
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
 DEFAULT_EMBED_BATCH = 32
@@ -171,19 +170,32 @@ class KnowledgeBase:
         vector exists; an embedding failure keeps the text and says how to finish the job.
         """
         self._store.set_chunking(self.chunking.size, self.chunking.overlap)
+        def saving(phase: str, done: int, total: int, label: str) -> None:
+            self._checkpoint(due=True)  # a long ingest saves its index every few seconds
+            if progress:
+                progress(phase, done, total, label)
+
+        from .web_pages import ingest_urls, is_url  # httpx: not for processes that only search
+
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         urls = [p for p in given if is_url(p)]          # web pages and sitemaps
-        report = ingest_paths(self._store, as_path_list([p for p in given if not is_url(p)]),
-                              chunking=self.chunking, progress=progress, force=force)
-        if urls:
-            ingest_urls(self._store, urls, chunking=self.chunking, report=report,
-                        progress=progress, force=force)
-        if embed:
-            try:
-                report.embedded = self.embed_pending(progress)
-            except AgentModesError as err:
-                raise type(err)(f"{err} (the text of the documents is stored and searchable "
-                                "lexically; run the ingest again to embed it)") from None
+        try:
+            report = ingest_paths(self._store,
+                                  as_path_list([p for p in given if not is_url(p)]),
+                                  chunking=self.chunking, progress=saving, force=force)
+            if urls:
+                ingest_urls(self._store, urls, chunking=self.chunking, report=report,
+                            progress=saving, force=force)
+            self._checkpoint()
+            if embed:
+                try:
+                    report.embedded = self.embed_pending(progress)
+                except AgentModesError as err:
+                    raise type(err)(f"{err} (the text of the documents is stored and "
+                                    "searchable lexically; run the ingest again to embed "
+                                    "it)") from None
+        finally:
+            self._checkpoint()
         if report.updated or report.removed or report.skipped:
             self._store.prune_vectors()
         recorded = self._store.get_meta("embedder")
@@ -227,10 +239,19 @@ class KnowledgeBase:
             if not self._store.get_meta("embedder") or self._store.get_meta("embedder_dim") == "0":
                 self._store.set_embedder(embedder.name, int(vectors.shape[1]))
             self._store.put_vectors(embedder.name, [h for h, _ in batch], vectors)
+            self._checkpoint(due=True)
             done += len(batch)
             if progress:
                 progress("embed", done, len(pending), "")
         return done
+
+    def _checkpoint(self, due: bool = False) -> None:
+        """Let the index save what was written (a persisted index; no-op in memory)."""
+        with self._lock:
+            if due:
+                self._index.checkpoint(due=True)
+            else:
+                self._index.checkpoint()
 
     # --- search -------------------------------------------------------------------------
 

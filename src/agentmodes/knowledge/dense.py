@@ -1,92 +1,246 @@
-"""Exact dense index: one float32 matrix, inner product, argpartition top-k.
+"""Dense index: vectors by row (the lexical index's rows), exact inner product, moments.
 
-At the sizes a personal knowledge base reaches (up to ~100k chunks x 384 dims = 150 MB)
-an exact matrix-vector product takes milliseconds and needs no approximate index, no
-training and no extra dependency; results are exactly the brute-force ones.
+Storage is a float32 base matrix for rows [0, B), memory-mapped when it comes from disk,
+plus an in-memory "extra" matrix for rows added since (and for base rows whose vector came
+later). Exact search is one blocked matrix-vector product: at 100k chunks x 384 dims that is
+150 MB read per query, single-digit milliseconds here, with results exactly the brute-force
+ones. Above that an approximate index (ann.py, HNSW) proposes candidates and the exact
+vectors rescore them.
+
+The index also keeps the first two moments of its vectors (sum and Gram matrix, float64), so
+the mean and standard deviation of the cosines of ANY query vector over ALL vectors come in
+closed form: mean = mu.q, var = q.G.q / n - mean^2. Hybrid search's z-scores need exactly
+those, and this is what lets its feedback pass score only candidate rows instead of the
+whole matrix a second time.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .lexical import top_k
+from .lexical import GrowingArray, top_k
 
 BLOCK_ROWS = 1024
 
 
 class DenseIndex:
-    """Vectors by chunk id; rows are L2-normalised so the inner product is the cosine."""
+    """Vectors by row; rows are L2-normalised so the inner product is the cosine."""
 
     def __init__(self, dim: int | None = None) -> None:
         self.dim = dim
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._matrix = np.zeros((0, dim or 0), dtype=np.float32)
-        self._row: dict[int, int] = {}
+        self._base = np.zeros((0, dim or 0), dtype=np.float32)
+        self._has = GrowingArray(np.bool_)          # row has a (live) vector
+        self._extra = np.zeros((0, dim or 0), dtype=np.float32)
+        self._extra_rows = GrowingArray(np.int64)
+        self._extra_pos: dict[int, int] = {}
+        self._count = 0
+        self._sum: np.ndarray | None = None
+        self._gram: np.ndarray | None = None
+        self._missing: np.ndarray | None = None
+        self._missing_n = 0
+        self.ann = None  # optional approximate index (ann.py) over the base rows
+        self.uncovered = np.zeros(0, dtype=np.int64)  # saved rows with a vector not in it
 
     def __len__(self) -> int:
-        return len(self._row)
+        return self._count
 
-    def __contains__(self, chunk_id: int) -> bool:
-        return chunk_id in self._row
+    # -- changes -------------------------------------------------------------------------
 
-    def add(self, ids: list[int], vectors: np.ndarray) -> None:
+    def _ensure_dim(self, dim: int) -> None:
+        if self.dim is None or (self._count == 0 and not len(self._base)):
+            self.dim = dim
+            self._base = self._base.reshape(0, dim)
+            self._extra = np.zeros((0, dim), dtype=np.float32)
+            self._sum, self._gram = np.zeros(dim), np.zeros((dim, dim))
+        if dim != self.dim:
+            raise ValueError(f"vector dimension {dim} != index dimension {self.dim}")
+
+    def _grow_rows(self, n_rows: int) -> None:
+        if n_rows > self._has.n:
+            self._has.append(np.zeros(n_rows - self._has.n, dtype=bool))
+
+    def add(self, rows, vectors: np.ndarray) -> None:
+        """Add or replace the vectors of these rows."""
         vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(ids):
-            raise ValueError(f"expected {len(ids)} vectors, got shape {vectors.shape}")
-        if len(ids) == 0:
+        rows = np.asarray(rows, dtype=np.int64)
+        if vectors.ndim != 2 or vectors.shape[0] != len(rows):
+            raise ValueError(f"expected {len(rows)} vectors, got shape {vectors.shape}")
+        if not len(rows):
             return
-        if self.dim is None or len(self._row) == 0:
-            self.dim = vectors.shape[1]
-            self._matrix = self._matrix.reshape(0, self.dim)
-        if vectors.shape[1] != self.dim:
-            raise ValueError(f"vector dimension {vectors.shape[1]} != index dimension {self.dim}")
-        # Replace existing ids in place; append the new ones in one concatenation.
-        new_ids, new_rows = [], []
-        for i, chunk_id in enumerate(ids):
-            row = self._row.get(int(chunk_id))
-            if row is None:
-                new_ids.append(int(chunk_id))
-                new_rows.append(i)
+        self._ensure_dim(vectors.shape[1])
+        self._grow_rows(int(rows.max()) + 1)
+        replaced = rows[self._has.view[rows]]
+        if len(replaced):
+            self._forget(replaced)
+        new_pos = []
+        for i, row in enumerate(rows.tolist()):
+            pos = self._extra_pos.get(row)
+            if pos is None:
+                self._extra_pos[row] = len(self._extra_pos)
+                new_pos.append(i)
             else:
-                self._matrix[row] = vectors[i]
-        if new_ids:
-            start = len(self._ids)
-            self._matrix = np.vstack([self._matrix, vectors[new_rows]])
-            self._ids = np.concatenate([self._ids, np.asarray(new_ids, dtype=np.int64)])
-            for offset, chunk_id in enumerate(new_ids):
-                self._row[chunk_id] = start + offset
+                self._extra[pos] = vectors[i]
+        if new_pos:
+            self._extra = _append_rows(self._extra, vectors[new_pos], self._extra_rows.n)
+            self._extra_rows.append(rows[new_pos])
+        self._has.view[rows] = True
+        self._count += len(rows)
+        v64 = vectors.astype(np.float64)
+        self._sum += v64.sum(axis=0)
+        self._gram += v64.T @ v64
+        self._missing = None
 
-    def vector(self, chunk_id: int) -> np.ndarray | None:
-        row = self._row.get(int(chunk_id))
-        return None if row is None else self._matrix[row]
+    def remove(self, rows) -> None:
+        """Forget the vectors of these rows (dead chunks)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        rows = rows[rows < self._has.n]
+        rows = rows[self._has.view[rows]]
+        if len(rows):
+            self._forget(rows)
+            self._missing = None
 
-    def remove(self, ids: list[int]) -> None:
-        drop = [self._row[i] for i in ids if i in self._row]
-        if not drop:
-            return
-        keep = np.ones(len(self._ids), dtype=bool)
-        keep[drop] = False
-        self._ids = self._ids[keep]
-        self._matrix = self._matrix[keep]
-        self._row = {int(chunk_id): row for row, chunk_id in enumerate(self._ids)}
+    def _forget(self, rows: np.ndarray) -> None:
+        old = self.gather(rows).astype(np.float64)
+        self._sum -= old.sum(axis=0)
+        self._gram -= old.T @ old
+        self._has.view[rows] = False
+        self._count -= len(rows)
 
-    def scores(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids, cosine per chunk).
+    # -- persistence hooks (backends/sqlite_index.py) ------------------------------------
+
+    def load(self, base: np.ndarray, has: np.ndarray, moments: tuple[np.ndarray, np.ndarray]
+             ) -> None:
+        """Start from a saved base matrix (usually a memory map) and its moments."""
+        self.__init__(base.shape[1] if base.ndim == 2 and base.shape[1] else None)
+        if self.dim:
+            self._base = np.asarray(base)  # a plain view of the memory map (postings.py)
+            self._sum, self._gram = (np.array(m, dtype=np.float64) for m in moments)
+        self._has = GrowingArray(np.bool_, has)
+        self._count = int(np.count_nonzero(has))
+
+    def extra(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, vectors) held in memory on top of the base."""
+        return self._extra_rows.view, self._extra[:self._extra_rows.n]
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._sum, self._gram
+
+    def has_vector(self, n_rows: int) -> np.ndarray:
+        self._grow_rows(n_rows)
+        return self._has.view[:n_rows]
+
+    @property
+    def base_rows(self) -> int:
+        return len(self._base)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def vector(self, row: int) -> np.ndarray | None:
+        row = int(row)
+        if row >= self._has.n or not self._has.view[row]:
+            return None
+        pos = self._extra_pos.get(row)
+        return self._extra[pos] if pos is not None else np.asarray(self._base[row])
+
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """Vectors of these rows (zeros where a row has none)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros((len(rows), self.dim or 0), dtype=np.float32)
+        if not len(rows) or not self.dim:
+            return out
+        in_base = rows < len(self._base)
+        if in_base.any():
+            out[in_base] = self._base[rows[in_base]]
+        if self._extra_pos:
+            for i, row in enumerate(rows.tolist()):
+                pos = self._extra_pos.get(row)
+                if pos is not None:
+                    out[i] = self._extra[pos]
+        out[~self._valid(rows)] = 0.0
+        return out
+
+    def _valid(self, rows: np.ndarray) -> np.ndarray:
+        valid = np.zeros(len(rows), dtype=bool)
+        inside = rows < self._has.n
+        valid[inside] = self._has.view[rows[inside]]
+        return valid
+
+    def row_scores(self, query: np.ndarray, n_rows: int) -> np.ndarray:
+        """Cosine of every row with the query; rows without a vector score 0.
 
         The product runs in blocks of BLOCK_ROWS: above a size threshold OpenBLAS hands one
         big matrix-vector product to several threads, and on a busy machine waking them
         cost ~12 ms per query at 10k chunks, against 0.6 ms for the same work in blocks
         that stay on the calling thread.
         """
-        if not len(self._ids):
-            return self._ids, np.zeros(0, dtype=np.float32)
-        query = np.asarray(query_vector, dtype=np.float32)
-        out = np.empty(len(self._ids), dtype=np.float32)
-        for start in range(0, len(out), BLOCK_ROWS):
-            stop = start + BLOCK_ROWS
-            np.dot(self._matrix[start:stop], query, out=out[start:stop])
-        return self._ids, out
+        out = np.zeros(n_rows, dtype=np.float32)
+        if not self._count:
+            return out
+        query = np.asarray(query, dtype=np.float32)
+        base_n = min(len(self._base), n_rows)
+        dot_rows(self._base[:base_n], query, out[:base_n])
+        if self._extra_rows.n:
+            rows = self._extra_rows.view
+            scores = dot_rows(self._extra[:len(rows)], query)
+            keep = rows < n_rows
+            out[rows[keep]] = scores[keep]
+        missing = self.missing_rows(n_rows)
+        if len(missing):
+            out[missing] = 0.0
+        return out
 
-    def search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        ids, scores = self.scores(query_vector)
-        return [(int(ids[i]), float(scores[i])) for i in top_k(scores, k)]
+    def missing_rows(self, n_rows: int) -> np.ndarray:
+        """Rows below n_rows without a live vector."""
+        if self._missing is None or self._missing_n != n_rows:
+            self._missing = np.flatnonzero(~self.has_vector(n_rows))
+            self._missing_n = n_rows
+        return self._missing
+
+    def scores(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rows that have a vector, cosine per such row)."""
+        rows = np.flatnonzero(self._has.view)
+        return rows, self.row_scores(query_vector, self._has.n)[rows]
+
+    def moments_of(self, query: np.ndarray) -> tuple[float, float]:
+        """(mean, std) of the query's cosine over all vectors, in closed form."""
+        if not self._count:
+            return 0.0, 0.0
+        q = np.asarray(query, dtype=np.float64)
+        mean = float(self._sum @ q) / self._count
+        variance = float(q @ self._gram @ q) / self._count - mean * mean
+        return mean, max(variance, 0.0) ** 0.5
+
+    def best_rows(self, scores: np.ndarray, count: int) -> np.ndarray:
+        """The `count` rows with a vector that score highest in a row_scores vector."""
+        best = top_k(scores, count)
+        return best[self._valid(best)]
+
+    def candidates(self, query: np.ndarray, count: int, n_rows: int) -> np.ndarray:
+        """Rows of about the `count` best vectors: exact over all rows, or proposed by the
+        approximate index and then the in-memory rows."""
+        if self.ann is None:
+            return self.best_rows(self.row_scores(query, n_rows), count)
+        extra = self._extra_rows.view
+        rows = np.concatenate([self.ann.search(query, count), self.uncovered, extra])
+        rows = rows[rows < n_rows]
+        return np.unique(rows[self._valid(rows)])
+
+
+def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = None
+             ) -> np.ndarray:
+    """matrix @ vector in blocks of BLOCK_ROWS (see DenseIndex.row_scores for why)."""
+    out = np.empty(len(matrix), dtype=np.float32) if out is None else out
+    for start in range(0, len(matrix), BLOCK_ROWS):
+        np.dot(matrix[start:start + BLOCK_ROWS], vector, out=out[start:start + BLOCK_ROWS])
+    return out
+
+
+def _append_rows(matrix: np.ndarray, rows: np.ndarray, used: int) -> np.ndarray:
+    """matrix[:used] followed by rows, with doubling capacity (returns the new buffer)."""
+    need = used + len(rows)
+    if need > len(matrix):
+        grown = np.zeros((max(need, 2 * len(matrix), 256), matrix.shape[1]), dtype=np.float32)
+        grown[:used] = matrix[:used]
+        matrix = grown
+    matrix[used:need] = rows
+    return matrix

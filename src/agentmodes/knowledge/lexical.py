@@ -1,35 +1,40 @@
-"""BM25 lexical index over chunks, scored by bm25s.
+"""BM25 lexical index over chunks: immutable segments plus a growing tail, rows in one table.
 
-Why bm25s: it precomputes every (term, document) BM25 weight into a sparse matrix at index
-time, so a query is a sum over a few posting lists in numpy, about 0.1 ms on our benchmark
-corpora; it needs only numpy and is well kept. Tantivy and SQLite FTS5 would add a second
-store to keep in sync with the chunks table and neither offers our German/English analysis.
-We feed bm25s our own terms (analysis.py: per-language Snowball stemming, stop words,
-case and diacritics folding) and read the score vector directly (get_scores_from_ids plus
-an argpartition) instead of `retrieve`, which is what keeps a single query at or below plain
-bm25s's latency. Measured (benchmarks/results/retrieval.md, same run, same machine):
-nDCG@10 equal to bm25s+stemming on HotpotQA 0.774, Cranfield 0.365, XQuAD-en 0.968 (same
-Snowball stemmer, stop words and BM25 parameters k1=1.5, b=0.75, left at bm25s's defaults
-rather than tuned on the test queries), and a single `Searcher.search` p50 of 0.69-0.89x
-bm25s's tokenize + retrieve (timed interleaved), confidence included; rank-bm25: 1.8-20x.
+Why our own postings rather than bm25s, SQLite FTS5 or Tantivy (measured side by side,
+benchmarks/results/index_candidates.md): hybrid search and calibrated confidence need more
+than a top-k list: the BM25 score of EVERY chunk (its mean and spread are the z-score the
+fusion and the confidence model are fitted on), the document frequency of a hit's terms
+(pseudo-relevance feedback) and each hit's term set (coverage). bm25s computes exactly those
+scores, but its index is immutable and precomputes weights that depend on corpus-wide
+statistics, so every added document meant a rebuild from scratch. FTS5 and Tantivy are
+incremental but return only ranked top lists and use BM25 with other constants (k1=1.2),
+which changes the rankings our fusion weights and confidence were fitted on.
 
-bm25s indexes are immutable, so additions and removals mark the index stale and the next
-search rebuilds it from the cached term lists (analysis, the slow part, never runs twice for
-the same chunk).
+So the index is a list of immutable `Segment`s (postings.py: term keys, posting rows, tf,
+document lengths, a forward index), memory-mapped when they come from disk, plus a tail of
+recently added rows that is frozen into a segment when it grows. Scoring is the Lucene
+variant of BM25 with bm25s's defaults (k1=1.5, b=0.75), computed at query time from tf and
+document length with the live corpus statistics, so results equal bm25s+stemming on our
+benchmarks (nDCG@10 HotpotQA 0.774, Cranfield 0.365, XQuAD-en 0.968) while add and remove are
+incremental. A removed chunk's row is marked dead: it scores 0 and leaves the statistics at
+once; its postings go when the rows are compacted (document frequencies count dead rows until
+then, as in Lucene).
+
+Rows: every chunk indexed gets a row (append order); `row_ids()[row]` is its chunk id. The
+dense index (dense.py) uses the same row numbers, so hybrid search needs no id alignment.
 """
 
 from __future__ import annotations
 
-import logging
+import bisect
 from collections import Counter
 
-import bm25s
 import numpy as np
 
-from .analysis import Analyzer, Language
+from .analysis import LANGUAGES, Analyzer, Language
+from .postings import Segment
 
-# bm25s logs progress bars and debug lines at INFO; an index rebuild should be silent.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+TAIL_ROWS = 20_000  # a longer tail is frozen into a segment (re-freezing it costs O(tail))
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -44,34 +49,91 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return idx[np.argsort(-scores[idx], kind="stable")]
 
 
+class GrowingArray:
+    """An append-only 1-d numpy array with amortised doubling (row ids, alive flags)."""
+
+    def __init__(self, dtype, initial: np.ndarray | None = None) -> None:
+        data = np.asarray(initial if initial is not None else np.zeros(0), dtype=dtype)
+        self._data = np.array(data, dtype=dtype)  # own copy: a memory map is read-only
+        self.n = len(data)
+
+    def append(self, values) -> None:
+        values = np.asarray(values, dtype=self._data.dtype)
+        need = self.n + len(values)
+        if need > len(self._data):
+            grown = np.zeros(max(need, 2 * len(self._data), 1024), dtype=self._data.dtype)
+            grown[:self.n] = self._data[:self.n]
+            self._data = grown
+        self._data[self.n:need] = values
+        self.n = need
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[:self.n]
+
+
 class LexicalIndex:
-    """BM25 (Lucene variant) over chunk ids with incremental add/remove."""
+    """BM25 (Lucene variant) over chunk rows with incremental add/remove."""
 
     def __init__(self, analyzer: Analyzer | None = None, k1: float = 1.5, b: float = 0.75) -> None:
         self.analyzer = analyzer or Analyzer()
         self.k1, self.b = k1, b
-        self._terms: dict[int, list[str]] = {}
+        self.segments: list[Segment] = []     # frozen, in row order
+        self._offsets: list[int] = []         # first row of each segment
+        self._tail: list[list[int]] = []      # key lists of rows after the segments
+        self._tail_langs: list[int] = []
+        self._tail_segment: Segment | None = None
+        self._row_ids = GrowingArray(np.int64)
+        self._alive = GrowingArray(np.bool_)
+        self._sorted_rows = 0                 # rows [0, n) have strictly ascending ids
+        self._row_of: dict[int, int] = {}     # chunk id -> live row, for the other rows
+        self._live = 0
+        self._total_len = 0
         self._languages: Counter[Language] = Counter()
-        self._chunk_language: dict[int, Language] = {}
-        self._bm25: bm25s.BM25 | None = None
-        self._row_ids = np.zeros(0, dtype=np.int64)
+        self._alive_rows: np.ndarray | None = None
+        self._dead: np.ndarray | None = None
+
+    # -- size and rows -------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._terms)
+        return self._live
 
-    def add(self, ids: list[int], texts: list[str]) -> None:
-        for chunk_id, text in zip(ids, texts):
-            self.remove([chunk_id])
-            lang, self._terms[chunk_id] = self.analyzer.analyse(text)
-            self._chunk_language[chunk_id] = lang
-            self._languages[lang] += 1
-        self._bm25 = None
+    @property
+    def n_rows(self) -> int:
+        return self._row_ids.n
 
-    def remove(self, ids: list[int]) -> None:
-        for chunk_id in ids:
-            if self._terms.pop(chunk_id, None) is not None:
-                self._languages[self._chunk_language.pop(chunk_id)] -= 1
-                self._bm25 = None
+    def row_ids(self) -> np.ndarray:
+        """Chunk id of each row (dead rows included; see alive_rows)."""
+        return self._row_ids.view
+
+    def alive_mask(self) -> np.ndarray:
+        return self._alive.view
+
+    def alive_rows(self) -> np.ndarray:
+        if self._alive_rows is None:
+            self._alive_rows = np.flatnonzero(self._alive.view)
+        return self._alive_rows
+
+    def dead_rows(self) -> np.ndarray:
+        if self._dead is None:
+            self._dead = np.flatnonzero(~self._alive.view)
+        return self._dead
+
+    def rows_of(self, ids) -> np.ndarray:
+        """Live row of each chunk id (-1 where the chunk is not indexed)."""
+        ids = np.asarray(list(ids), dtype=np.int64)
+        out = np.full(len(ids), -1, dtype=np.int64)
+        if self._sorted_rows and len(ids):
+            base = self._row_ids.view[:self._sorted_rows]
+            pos = np.minimum(np.searchsorted(base, ids), self._sorted_rows - 1)
+            hit = (base[pos] == ids) & self._alive.view[pos]
+            out[hit] = pos[hit]
+        if self._row_of:
+            for i, chunk_id in enumerate(ids.tolist()):
+                row = self._row_of.get(chunk_id)
+                if row is not None:
+                    out[i] = row
+        return out
 
     @property
     def majority_language(self) -> Language:
@@ -80,38 +142,137 @@ class LexicalIndex:
             return self.analyzer.fallback
         return self._languages.most_common(1)[0][0]
 
-    def query_terms(self, query: str) -> list[str]:
-        return self.analyzer.analyse(query, fallback=self.majority_language)[1]
+    # -- changes -------------------------------------------------------------------------
 
-    def _build(self) -> bm25s.BM25:
-        self._row_ids = np.fromiter(self._terms.keys(), dtype=np.int64, count=len(self._terms))
-        model = bm25s.BM25(k1=self.k1, b=self.b)
-        model.index(list(self._terms.values()), show_progress=False)
-        self._bm25 = model
-        return model
+    def add(self, ids: list[int], texts: list[str]) -> None:
+        """Analyse and index chunk texts (a chunk id already indexed is replaced)."""
+        analysed = [self.analyzer.analyse_keys(text) for text in texts]
+        self.add_analysed(ids, [keys for _, keys in analysed], [lang for lang, _ in analysed])
 
-    def scores(self, query: str, terms: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids, BM25 score per chunk) for every indexed chunk; zeros if no term hits.
+    def add_analysed(self, ids: list[int], key_lists: list[list[int]],
+                     languages: list[Language]) -> None:
+        self.remove(ids)
+        start = self.n_rows
+        self._row_ids.append(ids)
+        self._alive.append(np.ones(len(ids), dtype=bool))
+        for offset, chunk_id in enumerate(ids):
+            self._row_of[int(chunk_id)] = start + offset
+        self._tail.extend(key_lists)
+        self._tail_langs.extend(LANGUAGES.index(lang) for lang in languages)
+        self._tail_segment = None
+        self._live += len(ids)
+        self._total_len += sum(map(len, key_lists))
+        self._languages.update(languages)
+        self._alive_rows = self._dead = None
+        if len(self._tail) >= TAIL_ROWS:
+            self.freeze()
 
-        `terms` are the query's analysed terms when the caller already has them.
-        """
-        if not self._terms:
-            return self._row_ids[:0], np.zeros(0, dtype=np.float32)
-        model = self._bm25 or self._build()
-        token_ids = self._token_ids(self.query_terms(query) if terms is None else terms)
-        if not token_ids:
-            return self._row_ids, np.zeros(len(self._row_ids), dtype=np.float32)
-        return self._row_ids, model.get_scores_from_ids(token_ids)
+    def remove(self, ids) -> list[int]:
+        """Mark the rows of these chunks dead; returns the rows removed."""
+        rows = [int(r) for r in self.rows_of(ids) if r >= 0]
+        alive = self._alive.view
+        for row in rows:
+            if not alive[row]:
+                continue
+            alive[row] = False
+            self._row_of.pop(int(self._row_ids.view[row]), None)
+            segment, local = self._locate(row)
+            self._live -= 1
+            self._total_len -= int(segment.doclen[local])
+            self._languages[LANGUAGES[int(segment.langs[local])]] -= 1
+        if rows:
+            self._alive_rows = self._dead = None
+        return rows
 
-    def row_ids(self) -> np.ndarray:
-        """Chunk id of each row of the current index (building it if stale)."""
-        if self._terms and self._bm25 is None:
-            self._build()
-        return self._row_ids
+    def freeze(self) -> None:
+        """Turn the tail into a segment; merge small segments so their number stays low."""
+        if not self._tail:
+            return
+        self._offsets.append(self.n_rows - len(self._tail))
+        self.segments.append(self._frozen_tail())
+        self._tail, self._tail_langs, self._tail_segment = [], [], None
+        while len(self.segments) >= 2 and self.segments[-2].n <= 2 * self.segments[-1].n:
+            merged = Segment.merge(self.segments[-2:])
+            del self.segments[-2:]
+            del self._offsets[-1]
+            self.segments.append(merged)
 
-    def _token_ids(self, terms: list[str]) -> list[int]:
-        vocab = (self._bm25 or self._build()).vocab_dict
-        return [vocab[t] for t in terms if t in vocab]
+    def _frozen_tail(self) -> Segment:
+        if self._tail_segment is None:
+            self._tail_segment = Segment.build(self._tail, self._tail_langs)
+        return self._tail_segment
+
+    def _parts(self) -> list[tuple[int, Segment]]:
+        parts = list(zip(self._offsets, self.segments))
+        if self._tail:
+            parts.append((self.n_rows - len(self._tail), self._frozen_tail()))
+        return parts
+
+    def _locate(self, row: int) -> tuple[Segment, int]:
+        parts = self._parts()
+        i = bisect.bisect_right([offset for offset, _ in parts], row) - 1
+        return parts[i][1], row - parts[i][0]
+
+    # -- persistence hooks (backends/sqlite_index.py) ------------------------------------
+
+    def load(self, segments: list[tuple[int, Segment]], row_ids: np.ndarray,
+             dead: np.ndarray) -> None:
+        """Start from saved segments (rows with strictly ascending chunk ids)."""
+        self.__init__(self.analyzer, self.k1, self.b)
+        self._offsets = [offset for offset, _ in segments]
+        self.segments = [segment for _, segment in segments]
+        self._row_ids = GrowingArray(np.int64, row_ids)
+        alive = np.ones(len(row_ids), dtype=bool)
+        alive[np.asarray(dead, dtype=np.int64)] = False
+        self._alive = GrowingArray(np.bool_, alive)
+        self._sorted_rows = len(row_ids)
+        self._live = int(alive.sum())
+        for segment, offset in zip(self.segments, self._offsets):
+            live = alive[offset:offset + segment.n]
+            self._total_len += int(np.asarray(segment.doclen, dtype=np.int64)[live].sum())
+            counts = np.bincount(np.asarray(segment.langs)[live], minlength=len(LANGUAGES))
+            self._languages.update({LANGUAGES[i]: int(c) for i, c in enumerate(counts) if c})
+
+    def parts(self) -> list[tuple[int, Segment]]:
+        """(first row, segment) of every segment, the tail frozen last."""
+        return self._parts()
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def query_terms(self, query: str) -> list[int]:
+        """The query's term keys (analysis.term_key), analysed like the corpus."""
+        return self.analyzer.analyse_keys(query, fallback=self.majority_language)[1]
+
+    def row_scores(self, keys: list[int]) -> np.ndarray:
+        """BM25 score of every row for these term keys (repeats weigh again, as in bm25s);
+        dead rows score 0."""
+        out = np.zeros(self.n_rows, dtype=np.float32)
+        if not keys or not self._live:
+            return out
+        unique, repeats = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)
+        parts = self._parts()
+        spans = [segment.find(unique) for _, segment in parts]
+        df = sum(stop - start for start, stop in spans)
+        n = self._live
+        idf = np.log1p((n - df + 0.5) / (df + 0.5)) * repeats
+        norm_a = self.k1 * (1.0 - self.b)
+        norm_b = self.k1 * self.b / (self._total_len / n if self._total_len else 1.0)
+        for (offset, segment), (start, stop) in zip(parts, spans):
+            for j in np.flatnonzero(stop > start).tolist():
+                rows = segment.rows[start[j]:stop[j]]
+                tf = segment.tfs[start[j]:stop[j]].astype(np.float32)
+                dl = segment.doclen[rows].astype(np.float32)
+                weight = np.float32(idf[j]) * tf / (tf + (norm_a + norm_b * dl))
+                out[offset + rows.astype(np.int64)] += weight
+        dead = self.dead_rows()
+        if len(dead):
+            out[dead] = 0.0
+        return out
+
+    def scores(self, query: str, terms: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk id per row, BM25 score per row) for every row; dead rows score 0."""
+        keys = self.query_terms(query) if terms is None else terms
+        return self.row_ids(), self.row_scores(keys)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top-k (chunk id, score) with score > 0, best first."""
@@ -119,31 +280,38 @@ class LexicalIndex:
         best = top_k(scores, k)
         return [(int(ids[i]), float(scores[i])) for i in best if scores[i] > 0]
 
-    def expansion_terms(self, chunk_id: int, n: int) -> list[str]:
-        """The chunk's n rarest distinct terms (lowest document frequency first).
+    def doc_freqs(self, keys: np.ndarray) -> np.ndarray:
+        keys = np.asarray(keys, dtype=np.int64)
+        return sum((segment.doc_freqs(keys) for _, segment in self._parts()),
+                   np.zeros(len(keys), dtype=np.int64))
+
+    def row_keys(self, row: int) -> np.ndarray:
+        segment, local = self._locate(int(row))
+        return segment.row_keys(local)
+
+    def expansion_terms(self, row: int, n: int) -> list[int]:
+        """The row's n rarest distinct terms (lowest document frequency first).
 
         Used for pseudo-relevance feedback: the rare words of the best hit (names, the
         bridge entity of a multi-hop question) are what a second lexical pass should look
         for; capping them keeps that pass as cheap as a normal query.
         """
-        terms = self._terms.get(chunk_id)
-        if not terms or n <= 0:
+        if n <= 0:
             return []
-        model = self._bm25 or self._build()
-        vocab, indptr = model.vocab_dict, model.scores["indptr"]
-        distinct = [t for t in dict.fromkeys(terms) if t in vocab]
-        distinct.sort(key=lambda t: indptr[vocab[t] + 1] - indptr[vocab[t]])
-        return distinct[:n]
+        keys = self.row_keys(row)
+        if not len(keys):
+            return []
+        order = np.argsort(self.doc_freqs(keys), kind="stable")  # ties: first occurrence
+        return keys[order[:n]].tolist()
 
-    def coverage(self, terms: list[str], chunk_ids: list[int]) -> np.ndarray:
-        """Share of the distinct query terms that occur in each given chunk (0..1).
+    def coverage(self, terms: list[int], rows) -> np.ndarray:
+        """Share of the distinct query terms that occur in each given row (0..1).
 
         Unlike a BM25 score this does not depend on corpus size, which makes it a useful
-        confidence feature in a knowledge base of five chunks as in one of 100k. (A set
-        intersection per hit measured 3-5x faster than probing bm25s's posting lists.)
+        confidence feature in a knowledge base of five chunks as in one of 100k.
         """
         distinct = set(terms)
         if not distinct:
-            return np.zeros(len(chunk_ids), dtype=np.float32)
-        return np.array([len(distinct.intersection(self._terms.get(int(c), ()))) / len(distinct)
-                         for c in chunk_ids], dtype=np.float32)
+            return np.zeros(len(rows), dtype=np.float32)
+        return np.array([len(distinct.intersection(self.row_keys(int(r)).tolist()))
+                         / len(distinct) for r in rows], dtype=np.float32)

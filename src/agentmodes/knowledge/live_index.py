@@ -50,8 +50,9 @@ class LiveIndex:
         self._texts: dict[int, str] = {}      # chunk id -> text hash, indexed lexically
         self._vectors: dict[int, str] = {}    # chunk id -> text hash, indexed densely
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, wait: float = 0.0, *, due: bool = False) -> bool:
         """Nothing to persist: this index lives in memory and re-syncs by revision."""
+        return True
 
     def close(self) -> None:
         self._searcher = None

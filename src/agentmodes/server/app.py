@@ -25,8 +25,8 @@ from ..errors import AgentModesError, ConfigError
 from ..service import AgentChatService
 from ..store.chat import ConflictError, NotFoundError
 from ..store.users import UserError
-from . import (docs, openai_compat, routes_chatbots, routes_conversations, routes_sources,
-               routes_stream, routes_users)
+from . import (docs, openai_compat, routes_chatbots, routes_compare, routes_conversations,
+               routes_sources, routes_stream, routes_users)
 from .admission import Busy, RateLimiter, RunPool
 from .config import ServerConfig
 from .guard import KeylessGuard, SecurityHeaders
@@ -97,6 +97,7 @@ def create_app(service: AgentChatService, config: ServerConfig | None = None) ->
     app.include_router(routes_sources.router)
     app.include_router(routes_stream.router)
     app.include_router(routes_users.router)
+    app.include_router(routes_compare.router)
     app.include_router(openai_compat.router)
     docs.add_docs(app)
 

@@ -69,8 +69,10 @@ class SearchIndex(Protocol):
         """A synced object with `search(query, mode, k) -> list[ScoredChunk]` (searcher.py)."""
         ...
 
-    def checkpoint(self) -> None:
-        """Persist what the storage gained since the last checkpoint (no-op in memory)."""
+    def checkpoint(self, wait: float = 5.0, *, due: bool = False) -> bool:
+        """Persist what the storage gained since the last checkpoint (no-op in memory);
+        `due=True` only if the last one is a few seconds old (called during writes).
+        False if another process held the save lock for `wait` seconds."""
         ...
 
     def close(self) -> None: ...

@@ -12,6 +12,9 @@ Tables
               hash of the indexed text (the embedding cache key)
 - embeddings  (embedder, text hash) -> float32 blob. Keyed by text, not by chunk, so that
               re-ingesting or moving unchanged text never embeds it again.
+- removed_chunks, vector_log: the change log persisted indexes replay (sqlite_schema.py)
+
+The search indexes live beside the file in `<file>.index/` (sqlite_index.py).
 
 `revision` in meta is bumped by every write; an open KnowledgeBase compares it to decide
 whether its in-memory search index is stale, also when another process wrote the file.
@@ -33,47 +36,15 @@ import numpy as np
 from ...errors import KnowledgeBaseError
 from ...private_files import create_private_file, private_dir
 from ..chunking import Chunk
-from ..live_index import LiveIndex
+from . import sqlite_schema as schema
+from .sqlite_index import PersistedIndex
 from .rows import ChunkRow, DocumentRow
 
 if TYPE_CHECKING:
     from ..embedders import Embedder
 
 APP_MARKER = "agentmodes-kb"
-SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    root TEXT NOT NULL,
-    title TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    mtime REAL NOT NULL,
-    size INTEGER NOT NULL,
-    ingested_at TEXT NOT NULL DEFAULT (datetime('now'))
-);
-CREATE INDEX IF NOT EXISTS documents_root ON documents(root);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    title TEXT NOT NULL,
-    heading_path TEXT NOT NULL,
-    text TEXT NOT NULL,
-    text_hash TEXT NOT NULL,
-    UNIQUE (doc_id, position)
-);
-CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
-CREATE TABLE IF NOT EXISTS embeddings (
-    embedder TEXT NOT NULL,
-    text_hash TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    PRIMARY KEY (embedder, text_hash)
-) WITHOUT ROWID;
-"""
 
 
 def _locked_message(path: Path) -> str:
@@ -119,19 +90,32 @@ class SQLiteBackend:
                 raise KnowledgeBaseError(
                     f"{self.path} is an SQLite database but not an agentmodes knowledge base")
             version = int(self.get_meta("schema_version") or 0)
-            if version > SCHEMA_VERSION:
+            if version > schema.SCHEMA_VERSION:
                 raise KnowledgeBaseError(
                     f"{self.path} was written by a newer agentmodes (schema {version}); upgrade "
                     "agentmodes to open it")
+            if version < schema.SCHEMA_VERSION:
+                self._upgrade(version)
             return
         with self.transaction():
-            # statement by statement: executescript() would commit our open transaction
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
+            if self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone():
+                return  # another process created it while we waited for the write lock
+            schema.create(self._conn)
             self._set_meta("app", APP_MARKER)
-            self._set_meta("schema_version", str(SCHEMA_VERSION))
+            self._set_meta("schema_version", str(schema.SCHEMA_VERSION))
             self._set_meta("revision", "0")
+
+    def _upgrade(self, version: int) -> None:
+        """Bring an older file to this schema in place (sqlite_schema.py says what changes)."""
+        with self.transaction():
+            # re-read inside the write lock: another process may have upgraded it meanwhile
+            if int(self.get_meta("schema_version") or 0) != version:
+                return
+            if version != 1:
+                raise KnowledgeBaseError(f"{self.path} has an unknown schema version {version}")
+            schema.upgrade_from_1(self._conn)
+            self._set_meta("schema_version", str(schema.SCHEMA_VERSION))
+            self._bump_revision()
 
     # --- transactions -------------------------------------------------------------------
 
@@ -178,13 +162,21 @@ class SQLiteBackend:
     def own_files(self) -> set[str]:
         """The KB file and SQLite's companions: a KB inside an ingested folder is no document."""
         base = os.path.abspath(self.path)
-        return {base, base + "-wal", base + "-shm", base + "-journal"}
+        return {base, base + "-wal", base + "-shm", base + "-journal", base + ".index"}
 
     def size_bytes(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 
-    def search_index(self, load_embedder: Callable[[], Embedder], language: str) -> LiveIndex:
-        return LiveIndex(self, load_embedder, language)
+    def search_index(self, load_embedder: Callable[[], Embedder],
+                     language: str) -> PersistedIndex:
+        """The index saved beside the file in `<file>.index/` (sqlite_index.py)."""
+        return PersistedIndex(self, load_embedder, language)
+
+    def prune_change_log(self, removed_seq: int, vector_seq: int) -> None:
+        """Forget change-log entries a saved index already contains."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM removed_chunks WHERE seq <= ?", (removed_seq,))
+            conn.execute("DELETE FROM vector_log WHERE seq <= ?", (vector_seq,))
 
     # --- meta ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ function headersFor(options) {
   return headers;
 }
 
-async function request(path, options = {}) {
+export async function request(path, options = {}) {
   const response = await fetch(path, Object.assign({}, options, { headers: headersFor(options) }));
   if (response.status === 401) throw new Error("This server needs an API key: use the API key button.");
   if (!response.ok) {

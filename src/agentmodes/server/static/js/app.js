@@ -6,6 +6,7 @@ import { ask, cancel, closeSocket, session } from "./chat.js";
 import { loadConversations, newConversation, openConversation, setupConversations } from "./conversations.js";
 import { loadDocuments, setupDocuments } from "./documents.js";
 import { clearTurns } from "./turns.js";
+import { setupCompare } from "./compare.js";
 import { setupViewer } from "./viewer.js";
 
 function setStatus(text) { $("status").textContent = text; }
@@ -96,6 +97,7 @@ document.addEventListener("conversation-opened", closeDrawerOnNarrow);
 setupConversations(setStatus);
 setupDocuments();
 setupViewer();
+setupCompare(() => session.chatbot, setStatus);
 
 loadChatbots().catch((err) => setStatus(err.message));
 export { openConversation };

@@ -2,6 +2,7 @@
 import { apiKey } from "./api.js";
 import { $, announce } from "./dom.js";
 import { activity, words } from "./labels.js";
+import { showComposition } from "./composition.js";
 import { plainText, Turn } from "./turns.js";
 
 export const session = { chatbot: null, conversation: null, ws: null, running: null, authSent: false,
@@ -31,6 +32,7 @@ function onEvent(event) {
     turn.appendToken(String(event.delta));
   } else if (event.done) {
     turn.finish(session.chatbot, event.full_response, event.sources);
+    showComposition(turn, event);
     turn.meta({ mode: event.mode, iterations: event.iterations ?? turn.trace.current,
                 adaptive_exit: event.adaptive_exit }, event.usage);
     if (!session.conversation) session.conversation = event.conversation_id;

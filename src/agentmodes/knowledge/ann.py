@@ -1,0 +1,78 @@
+"""Approximate nearest neighbours for large knowledge bases: an HNSW graph from usearch.
+
+Exact search reads every vector per query: 1.5 GB at 1M chunks x 384 dims, about 100-200 ms
+here, twice for hybrid search's feedback pass. Above ANN_MIN vectors the dense index asks
+this graph for candidates instead, and rescores them with the exact float32 vectors (so
+scores stay exact; only which chunks are considered is approximate). `agentmodes bench
+scale` reports recall@10 against exact search.
+
+Why usearch (measured against hnswlib, faiss and sqlite-vec, benchmarks/results/
+index_candidates.md): a saved index opens as a memory map (`view=True`), so opening a 1M-chunk
+KB does not read the graph; it stores vectors as float16 (half the memory of hnswlib, which
+keeps float32 copies); it adds and removes keys incrementally; and it ships wheels with SIMD
+kernels for this CPU. sqlite-vec 0.1 has no approximate index (it scans), faiss's HNSW cannot
+remove keys.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+# Vectors below this are searched exactly. At 100k x 384 one exact pass reads 150 MB, about
+# 15 ms of CPU here: the whole budget of a hybrid query (benchmarks/results/scale.md reports
+# that and the graph's recall@10). AGENTMODES_ANN_MIN moves the threshold.
+ANN_MIN = int(os.environ.get("AGENTMODES_ANN_MIN") or 50_000)
+CONNECTIVITY = 16      # graph degree (M): recall vs memory and build time
+EXPANSION_ADD = 128    # ef_construction
+EXPANSION_SEARCH = 256  # ef at query time (>= the candidates asked for)
+
+
+class ApproximateIndex:
+    """HNSW over rows (keys are row numbers), inner product on float16 vectors."""
+
+    def __init__(self, index) -> None:
+        self._index = index
+
+    @classmethod
+    def create(cls, dim: int) -> "ApproximateIndex":
+        from usearch.index import Index
+
+        return cls(Index(ndim=dim, metric="ip", dtype="f16", connectivity=CONNECTIVITY,
+                         expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH))
+
+    @classmethod
+    def open(cls, path: Path, writable: bool = False) -> "ApproximateIndex":
+        """A saved graph: memory-mapped read-only (view), or loaded to be changed."""
+        from usearch.index import Index
+
+        index = Index.restore(str(path), view=not writable)
+        if index is None:
+            raise OSError(f"not a usearch index: {path}")
+        index.expansion_search = EXPANSION_SEARCH
+        return cls(index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, rows: np.ndarray, vectors: np.ndarray, threads: int = 0) -> None:
+        if len(rows):
+            self._index.add(np.asarray(rows, dtype=np.uint64),
+                            np.ascontiguousarray(vectors, dtype=np.float32), threads=threads)
+
+    def remove(self, rows: np.ndarray) -> None:
+        rows = [int(r) for r in rows if int(r) in self._index]
+        if rows:
+            self._index.remove(np.asarray(rows, dtype=np.uint64))
+
+    def save(self, path: Path) -> None:
+        self._index.save(str(path))
+
+    def search(self, query: np.ndarray, count: int) -> np.ndarray:
+        """Rows of (about) the `count` nearest vectors."""
+        if not len(self._index):
+            return np.zeros(0, dtype=np.int64)
+        matches = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
+        return np.asarray(matches.keys, dtype=np.int64)

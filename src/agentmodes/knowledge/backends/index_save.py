@@ -1,0 +1,164 @@
+"""Write one generation of a saved index: only what changed, or everything when compacting.
+
+Called by PersistedIndex.checkpoint with the writer lock held. An ordinary save appends the
+new rows (chunk ids, vectors, has-vector flags) to the append-only files, writes vectors that
+arrived late into their rows, freezes the lexical tail into a new segment (merging small
+segments, lexical.py) and writes the small per-generation files (dead rows, moments, the
+approximate graph when there is one). When a quarter of the rows are dead it compacts
+instead: every file is rewritten with the live rows only, renumbered. The manifest is
+written last (index_files.py: why that makes a kill at any point harmless).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..ann import ANN_MIN, ApproximateIndex
+from ..postings import Segment
+from . import index_files as files
+
+GATHER_ROWS = 50_000
+UNCOVERED_MAX = 5_000  # new vectors kept out of the graph (scored exactly) until then
+
+
+def save_generation(folder: Path, searcher: Any, old: dict, kb_id: str | None,
+                    compact_dead: float) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    lexical, dense = searcher.lexical, searcher.dense
+    generation = int(old.get("generation", 0)) + 1
+    dead = lexical.dead_rows()
+    n_rows = lexical.n_rows
+    compact = n_rows >= 100 and len(dead) > compact_dead * n_rows
+    old_files = dict(old.get("files") or {})
+    if compact:
+        keep = lexical.alive_rows()
+        segments = _compacted_segments(lexical, keep, folder, generation)
+        row_ids, dead, old_files = lexical.row_ids()[keep], np.zeros(0, np.int64), {}
+        rows_before = base_before = 0
+    else:
+        keep = None
+        lexical.freeze()
+        segments = _saved_segments(lexical, folder, generation)
+        row_ids = lexical.row_ids()
+        rows_before = old.get("rows", 0) if old_files.get("rows") else 0
+        base_before = max(old.get("base_rows", 0), 0) if old_files.get("vectors") and \
+            old.get("dim") == dense.dim else 0
+    out_files = {"rows": old_files.get("rows") if rows_before else f"rows-{generation}.i64"}
+    files.append_raw(folder / out_files["rows"], rows_before, 8, row_ids[rows_before:])
+    manifest = {"format": files.FORMAT, "generation": generation, "kb_id": kb_id,
+                "space": old.get("space"), "dim": dense.dim or 0, "rows": len(row_ids),
+                "last_chunk_id": old["last_chunk_id"], "removed_seq": old["removed_seq"],
+                "vector_seq": old["vector_seq"], "segments": segments, "base_rows": 0,
+                "dead_count": len(dead), "files": out_files}
+    if dense.dim:
+        _save_vectors(folder, dense, keep, len(row_ids), base_before, old_files, out_files,
+                      generation, dead)
+        manifest["base_rows"] = len(row_ids)
+    if len(dead):
+        out_files["dead"] = f"dead-{generation}.npy"
+        _save_npy(folder / out_files["dead"], dead)
+    for name, _, _ in segments:
+        files.fsync_tree(folder / name)
+    files.write_manifest(folder, manifest)
+    referenced = set(out_files.values()) | {name for name, _, _ in segments}
+    files.remove_unreferenced(folder, {name for name in referenced if name})
+    return manifest
+
+
+def _saved_segments(lexical: Any, folder: Path, generation: int) -> list[list]:
+    out = []
+    for offset, segment in lexical.parts():
+        if segment.name is None:
+            segment.save(folder / f"seg-{generation}-{len(out)}")
+        out.append([segment.name, int(offset), int(segment.n)])
+    return out
+
+
+def _compacted_segments(lexical: Any, keep: np.ndarray, folder: Path,
+                        generation: int) -> list[list]:
+    parts = []
+    for offset, segment in lexical.parts():
+        local = keep[(keep >= offset) & (keep < offset + segment.n)] - offset
+        if len(local):
+            parts.append(segment.take(local))
+    merged = Segment.merge(parts) if parts else Segment.build([], [])
+    name = f"seg-{generation}-0"
+    merged.save(folder / name)
+    return [[name, 0, int(merged.n)]]
+
+
+def _save_vectors(folder: Path, dense: Any, keep: np.ndarray | None, n_rows: int,
+                  base_before: int, old_files: dict, out_files: dict, generation: int,
+                  dead: np.ndarray) -> None:
+    dim = dense.dim
+    continuing = base_before > 0
+    out_files["vectors"] = old_files["vectors"] if continuing else f"vectors-{generation}.f32"
+    out_files["has"] = old_files["has"] if continuing else f"has-{generation}.u8"
+    source = keep if keep is not None else np.arange(n_rows)
+    vectors_path, has_path = folder / out_files["vectors"], folder / out_files["has"]
+    files.append_raw(vectors_path, base_before, dim * 4, np.zeros((0, dim), np.float32))
+    files.append_raw(has_path, base_before, 1, np.zeros(0, np.uint8))
+    for start in range(base_before, n_rows, GATHER_ROWS):
+        rows = source[start:start + GATHER_ROWS]
+        files.append_raw(vectors_path, start, dim * 4, dense.gather(rows))
+        files.append_raw(has_path, start, 1, dense.has_vector(int(source[-1]) + 1)[rows]
+                         .astype(np.uint8))
+    late_rows, _ = dense.extra()
+    late_rows = np.sort(late_rows[(late_rows < base_before)]) if continuing else late_rows[:0]
+    late_rows = late_rows[dense.has_vector(n_rows)[late_rows]] if len(late_rows) else late_rows
+    files.write_raw_rows(vectors_path, dim * 4, late_rows, dense.gather(late_rows))
+    files.write_raw_rows(has_path, 1, late_rows, np.ones((len(late_rows), 1), np.uint8))
+    sums, gram = dense.moments()
+    out_files["moments"] = f"moments-{generation}.npy"
+    _save_npy(folder / out_files["moments"], np.vstack([sums[None, :], gram]))
+    if len(dense) >= ANN_MIN:
+        _save_ann(folder, dense, source, n_rows, base_before, late_rows, dead,
+                  old_files if continuing else {}, out_files, generation)
+
+
+def _save_ann(folder: Path, dense: Any, source: np.ndarray, n_rows: int, base_before: int,
+              late_rows: np.ndarray, dead: np.ndarray, old_files: dict, out_files: dict,
+              generation: int) -> None:
+    """Extend the saved graph with the new vectors (or build it).
+
+    A few new vectors are not worth rewriting the graph for (loading and saving it is O(n)):
+    up to UNCOVERED_MAX of them are listed as "uncovered" instead, and searches score those
+    rows exactly next to the graph's candidates. Dead rows stay in the graph until it is
+    rebuilt; searches drop them (they have no live vector)."""
+    has = dense.has_vector(int(source.max()) + 1 if len(source) else 0)
+    old_name = old_files.get("ann")
+    if old_name:
+        added = np.concatenate([np.arange(base_before, n_rows), late_rows]).astype(np.int64)
+        added = added[has[source[added]]] if len(added) else added
+        previous = np.load(folder / old_files["ann_uncovered"]) \
+            if old_files.get("ann_uncovered") else np.zeros(0, np.int64)
+        uncovered = np.union1d(previous, added)
+        if len(uncovered) <= UNCOVERED_MAX:
+            out_files["ann"] = old_name
+            if len(uncovered):
+                out_files["ann_uncovered"] = f"ann-uncovered-{generation}.npy"
+                _save_npy(folder / out_files["ann_uncovered"], uncovered)
+            return
+        ann = ApproximateIndex.open(folder / old_name, writable=True)
+        ann.remove(dead)
+        new_rows = uncovered
+    else:
+        ann = ApproximateIndex.create(dense.dim)
+        new_rows = np.arange(n_rows)
+    for start in range(0, len(new_rows), GATHER_ROWS):
+        rows = new_rows[start:start + GATHER_ROWS]
+        rows = rows[has[source[rows]]]
+        ann.add(rows, dense.gather(source[rows]))
+    out_files["ann"] = f"ann-{generation}.usearch"
+    ann.save(folder / out_files["ann"])
+    files.fsync_tree(folder / out_files["ann"])
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as handle:
+        np.save(handle, array)
+        handle.flush()
+    files.fsync_tree(path)

@@ -1,0 +1,135 @@
+"""An immutable segment of the lexical index: posting lists and a forward index for a run of rows.
+
+Layout (all numpy arrays, so a segment saved with `save` opens with `load` as memory maps
+and costs nothing until a query touches it):
+
+- keys    int64[T]    sorted term keys (analysis.term_key: a stable 64-bit hash of the term)
+- starts  int64[T+1]  postings of keys[i] are rows[starts[i]:starts[i+1]]
+- rows    uint32[P]   row numbers, local to the segment, ascending within a term
+- tfs     uint16[P]   term frequency of the term in that row
+- doclen  uint32[n]   terms per row (with repeats): the BM25 document length
+- fwd_starts int64[n+1], fwd_keys int64[P], fwd_tfs uint16[P]: each row's distinct terms
+  (and their tf) in order of first occurrence: pseudo-relevance feedback picks a hit's
+  rarest terms, coverage compares sets, and a merge rebuilds postings from them
+- langs   uint8[n]    the language each row was analysed in (index into analysis.LANGUAGES)
+
+BM25 weights are NOT stored: they depend on the corpus size, the average length and each
+term's document frequency, which change with every add or remove. Storing tf and length and
+weighting at query time (a few numpy operations on the posting lists a query touches) is what
+lets segments stay immutable while the statistics stay exact.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import chain
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ARRAYS = ("keys", "starts", "rows", "tfs", "doclen", "fwd_starts", "fwd_keys", "fwd_tfs",
+          "langs")
+
+
+@dataclass(slots=True)
+class Segment:
+    keys: np.ndarray
+    starts: np.ndarray
+    rows: np.ndarray
+    tfs: np.ndarray
+    doclen: np.ndarray
+    fwd_starts: np.ndarray
+    fwd_keys: np.ndarray
+    fwd_tfs: np.ndarray
+    langs: np.ndarray
+    name: str | None = None  # its folder once saved (index_save.py keeps saved ones)
+
+    @property
+    def n(self) -> int:
+        return len(self.doclen)
+
+    @classmethod
+    def build(cls, key_lists: list[list[int]], langs: list[int]) -> "Segment":
+        """A segment from each row's term keys (in text order, repeats included)."""
+        counts = [Counter(keys) for keys in key_lists]
+        lens = np.fromiter((len(c) for c in counts), dtype=np.int64, count=len(counts))
+        total = int(lens.sum())
+        fwd_keys = np.fromiter(chain.from_iterable(counts), dtype=np.int64, count=total)
+        fwd_tfs = np.fromiter(chain.from_iterable(c.values() for c in counts), dtype=np.uint16,
+                              count=total)
+        doclen = np.fromiter((len(keys) for keys in key_lists), dtype=np.uint32,
+                             count=len(key_lists))
+        return cls._from_forward(fwd_keys, fwd_tfs, lens, doclen,
+                                 np.asarray(langs, dtype=np.uint8))
+
+    @classmethod
+    def _from_forward(cls, fwd_keys: np.ndarray, fwd_tfs: np.ndarray, lens: np.ndarray,
+                      doclen: np.ndarray, langs: np.ndarray) -> "Segment":
+        fwd_starts = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=fwd_starts[1:])
+        row_of = np.repeat(np.arange(len(lens), dtype=np.uint32), lens)
+        order = np.argsort(fwd_keys, kind="stable")  # stable: rows stay ascending per term
+        sorted_keys = fwd_keys[order]
+        if len(sorted_keys):
+            edges = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+            firsts = np.concatenate(([0], edges))
+        else:
+            firsts = np.zeros(0, dtype=np.int64)
+        starts = np.append(firsts, len(sorted_keys)).astype(np.int64)
+        return cls(sorted_keys[firsts], starts, row_of[order], fwd_tfs[order], doclen,
+                   fwd_starts, fwd_keys, fwd_tfs, langs)
+
+    @classmethod
+    def merge(cls, segments: list["Segment"]) -> "Segment":
+        """One segment with the rows of `segments` in order (row numbers shift accordingly)."""
+        lens = np.concatenate([np.diff(s.fwd_starts) for s in segments])
+        return cls._from_forward(np.concatenate([s.fwd_keys for s in segments]),
+                                 np.concatenate([s.fwd_tfs for s in segments]), lens, np.concatenate([s.doclen for s in segments]),
+                                 np.concatenate([s.langs for s in segments]))
+
+    def take(self, rows: np.ndarray) -> "Segment":
+        """A segment of only these rows (renumbered 0..len-1): compaction drops dead rows."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lens = np.diff(self.fwd_starts)[rows]
+        ends = np.cumsum(lens)
+        entries = np.repeat(self.fwd_starts[rows], lens) + \
+            (np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lens, lens))
+        return Segment._from_forward(np.asarray(self.fwd_keys)[entries],
+                                     np.asarray(self.fwd_tfs)[entries], lens,
+                                     np.asarray(self.doclen)[rows], np.asarray(self.langs)[rows])
+
+    # -- look-ups -------------------------------------------------------------------------
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, stop) posting offsets of each key (start == stop where a key is absent)."""
+        pos = np.searchsorted(self.keys, keys)
+        pos = np.minimum(pos, len(self.keys) - 1) if len(self.keys) else pos
+        hit = (self.keys[pos] == keys) if len(self.keys) else np.zeros(len(keys), bool)
+        start = np.where(hit, self.starts[pos], 0)
+        stop = np.where(hit, self.starts[np.minimum(pos + 1, len(self.starts) - 1)], 0)
+        return start, stop
+
+    def doc_freqs(self, keys: np.ndarray) -> np.ndarray:
+        start, stop = self.find(keys)
+        return stop - start
+
+    def row_keys(self, row: int) -> np.ndarray:
+        return np.asarray(self.fwd_keys[self.fwd_starts[row]:self.fwd_starts[row + 1]])
+
+    # -- files ---------------------------------------------------------------------------
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ARRAYS:
+            with open(folder / f"{name}.npy", "wb") as handle:
+                np.save(handle, np.ascontiguousarray(getattr(self, name)))
+                handle.flush()
+        self.name = folder.name
+
+    @classmethod
+    def load(cls, folder: Path) -> "Segment":
+        # np.asarray drops the memmap subclass (same memory): its Python-level __getitem__
+        # and __array_finalize__ cost more than the look-ups themselves.
+        return cls(*(np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r"))
+                     for name in ARRAYS), name=folder.name)
