@@ -86,7 +86,7 @@ def test_a_second_parse_failure_recovers_by_searching_the_question():
     action = next(e for e in events if e.get("status") == "action")
     assert (action["action"], action["param"]) == ("rag_search", Q)
     assert kb.queries == [(Q, "hybrid")]
-    assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
+    assert done_of(events)["model_answer"] == "Mo-Fr 9-18 Uhr [1]"
 
 
 def test_repeated_parse_failures_end_in_a_best_effort_answer():
@@ -100,7 +100,7 @@ def test_repeated_parse_failures_end_in_a_best_effort_answer():
     agent, model = make_agent(["kaputt", "kaputt", "kaputt", "Mo-Fr [1]"])
     events = run(agent)
     assert statuses(events).count("action") == 1 and len(model.calls) == 4
-    assert done_of(events)["full_response"] == "Mo-Fr [1]"
+    assert done_of(events)["model_answer"] == "Mo-Fr [1]"
 
 
 def test_the_same_action_three_times_in_a_row_is_stopped():
@@ -279,7 +279,7 @@ def test_respond_ends_the_episode_from_any_mode():
                            'REFLECTION: r\nACTION: respond("Mo-Fr 9-18 Uhr")'])
     events = run(agent)
     assert statuses(events)[-2:] == ["action", "final_answer"]
-    assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr"
+    assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"   # the composer cites it
 
 
 def test_extra_tools_are_offered_and_replace_builtins_by_name():
@@ -308,7 +308,7 @@ def test_an_answer_before_any_search_is_grounded_by_searching_the_question_first
     assert (action["action"], action["param"], action["forced"]) == (
         "rag_search", Q, "answer_without_sources")
     assert kb.queries == [(Q, "hybrid")]
-    assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
+    assert done_of(events)["model_answer"] == "Mo-Fr 9-18 Uhr [1]"
     # without a knowledge base there is nothing to ground on: the answer stands
     agent, _ = make_agent(["FINAL ANSWER: Bern"])
     agent.knowledge = None
@@ -318,7 +318,7 @@ def test_an_answer_before_any_search_is_grounded_by_searching_the_question_first
                               agent_mode="act", agent_max_iterations=1)
     events = run(agent)
     assert next(e for e in events if e.get("status") == "action")["forced"]
-    assert done_of(events)["full_response"] == "Mo-Fr 9-18 Uhr [1]"
+    assert done_of(events)["model_answer"] == "Mo-Fr 9-18 Uhr [1]"
     # a follow-up question with history, and ACT's clarifying respond, may answer directly
     agent, _ = make_agent(["FINAL ANSWER: Samstags nach Vereinbarung."])
     assert run(agent, "Und samstags?", history=[("user", "Öffnungszeiten?"),

@@ -40,8 +40,7 @@ def test_language_setting_wins_over_detection():
 
 @pytest.mark.parametrize("lang", prompts.LANGUAGES)
 @pytest.mark.parametrize("name", ["act", "react", "reflact", "plan-and-solve", "plan_step",
-                                  "tools", "final_answer", "parse_error", "hints", "fallback",
-                                  "not_found"])
+                                  "tools", "final_answer", "parse_error", "hints", "not_found"])
 def test_every_prompt_exists_in_both_languages(name, lang):
     assert prompts.load(name, lang).strip()
 

@@ -19,6 +19,7 @@ from .errors import AgentModesError, ConfigError
 from .events import Event, Usage
 from .llm.base import ChatModel, Message
 from .modes.act import ACT
+from .modes.compose import Composer
 from .modes.loop import Episode, step_grammar
 from .modes.plan_and_solve import PLAN_AND_SOLVE
 from .modes.spec import ModeSpec
@@ -55,6 +56,13 @@ class Agent:
         self.settings = settings or ChatbotSettings()
         self.extra_tools = list(tools or [])
         self._last: Optional[Episode] = None
+        # The answer composer judges sentences with the KB's own embedder (loaded when the
+        # first answer is composed; without one it compares words and numbers only).
+        self.composer = Composer(embedder=self._embedder,
+                                 language=getattr(knowledge, "language", "auto"))
+
+    def _embedder(self) -> Any:
+        return self.knowledge.embedder
 
     @property
     def llm(self) -> ChatModel:
@@ -84,7 +92,7 @@ class Agent:
                        history=_messages(history), adaptive=settings.adaptive_iteration,
                        threshold=settings.high_confidence_threshold,
                        grammar=step_grammar(spec, llm, tools.names),
-                       require_search=settings.require_search)
+                       require_search=settings.require_search, composer=self.composer)
 
     def stream(self, query: str, history: Optional[Sequence[HistoryTurn]] = None
                ) -> Iterator[Event]:

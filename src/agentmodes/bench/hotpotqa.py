@@ -118,6 +118,7 @@ def answer_question(q: Question, variant: str, llm: ChatModel, kb: Any, *,
                     max_iterations: int = 5, trials: int = 3) -> dict[str, Any]:
     mode, _, extra = variant.partition("+")
     actor = AgentActor(llm=llm, knowledge=kb, settings=settings_for(mode, max_iterations),
+                       model_answer=True,  # EM/F1 of the model's short answer, as the paper
                        language="en")
     record, result = solve(q, actor, llm, reflexion=extra == "reflexion", trials=trials)
     runs = getattr(result, "runs", None)

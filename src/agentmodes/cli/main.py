@@ -102,6 +102,7 @@ def _register(argv: list[str] | None = None) -> None:
         from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
         from . import scale_command  # noqa: F401  bench scale, index-candidates
         from . import formats_command  # noqa: F401  bench formats
+        from . import answers_command  # noqa: F401  bench answers
 
 
 def _error(message: str, code: int) -> None:

@@ -138,6 +138,9 @@ class AgentActor:
     language: str = "auto"
     kind: Kind = "text"
     history: Optional[list] = field(default=None)
+    # True: the attempt is what the model wrote (done["model_answer"]), as the papers'
+    # exact-match benchmarks score it; False: the composed answer a user reads.
+    model_answer: bool = False
 
     def _settings_with(self, lessons: Sequence[str], lang: str):
         from ..settings import ChatbotSettings
@@ -162,6 +165,8 @@ class AgentActor:
         steps = list(getattr(run, "steps", None) or [])
         trajectory = render_steps(steps)
         answer = str(getattr(run, "answer", "") or "")
+        if self.model_answer:           # the model's own words, not the composed answer
+            answer = str((getattr(run, "done", None) or {}).get("model_answer", answer))
         trajectory = f"{trajectory}\nAnswer: {answer}".strip()
         plan = next((list(e.get("plan") or []) for e in steps
                      if isinstance(e, dict) and e.get("status") == "plan"), [])

@@ -3,9 +3,9 @@
 Two ways to an answer: the model gave one (FINAL ANSWER, respond, Finish[...]) and it is
 cleaned up (`_finish`), or the loop stopped for another reason (adaptive exit, the
 iteration limit, repeats, errors) and one more call writes it from the observations
-(`_final_call`), streamed token by token with citations that match no source filtered out.
-Either way the answer is never empty: with nothing usable from the model, what was found is
-listed (or it says that nothing was found).
+(`_final_call`). Either way the answer goes through the answer composer (compose.py): the
+statements the sources support, the direct answer first, cited, and the sources' own best
+sentences when nothing the model wrote survives; never empty.
 
 AnswerWriter is the part of Episode (loop.py) that does this; it reads the episode's
 messages, source book, usage and language.
@@ -20,9 +20,9 @@ from .. import prompts
 from ..errors import LLMError
 from ..events import Event
 from ..llm.base import GenerationOptions
-from ..parsing import LABEL_RE, SectionRouter, clean_answer, parse_step
-from .grounding import RepetitionGuard, findings, grounded
-from .sources import CitationFilter, clean_citations
+from ..parsing import LABEL_RE, clean_answer, parse_step
+from .grounding import RepetitionGuard
+from .sources import clean_citations
 
 ANSWER_MAX_TOKENS = 768
 ANSWER_STOP = ["\nOBSERVATION", "\nObservation", "\nBEOBACHTUNG", "\nBeobachtung"]
@@ -32,18 +32,22 @@ class AnswerWriter:
     """Mixed into Episode: the final answer and the done event."""
 
     def _finish(self, answer: str, it: int) -> Iterator[Event]:
-        answer = clean_citations(clean_answer(answer), len(self.book)).strip()
-        answer = answer + self._findings_for(answer) if answer else self._fallback_answer()
         yield {"status": "final_answer", "iteration": it, "usage": self.last_usage}
-        yield {"delta": answer}
-        yield self._done(answer)
+        yield from self._composed(clean_answer(answer))
 
-    def _findings_for(self, answer: str) -> str:
-        """What the documents say, appended to an answer that neither cites nor echoes them."""
-        if grounded(answer, self.book.sources):
-            return ""
-        return "\n\n" + prompts.fill(prompts.load("findings", self.lang),
-                                      FINDINGS=findings(self.book.sources))
+    def _composed(self, answer: str) -> Iterator[Event]:
+        """The answer the user reads (modes/compose.py): only statements the sources
+        support, the direct answer first, cited; extractive when nothing survives."""
+        answer = clean_citations(answer, len(self.book)).strip()
+        composition = self.composer.compose(
+            answer, self.question, self.book.sources, lang=self.lang,
+            prompt_texts=(self.messages[0]["content"], prompts.load("final_answer", self.lang)),
+            not_found=prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question))
+        yield {"delta": composition.text}
+        done = self._done(composition.text)
+        done["model_answer"] = answer
+        done["composition"] = composition.as_dict()
+        yield done
 
     def _final_call(self, reason: str) -> Iterator[Event]:
         """Answer from what was gathered (adaptive exit, limit, repeats): never empty."""
@@ -52,8 +56,8 @@ class AnswerWriter:
         self.messages.append({"role": "user", "content": prompts.fill(
             prompts.load("final_answer", self.lang), QUESTION=self.question)})
         options = GenerationOptions(stop=ANSWER_STOP, max_tokens=ANSWER_MAX_TOKENS)
-        router = SectionRouter(initial="answer")
-        cites = CitationFilter(len(self.book))
+        # The reply is composed before it is shown (a small model's text may not survive),
+        # so it is read whole rather than streamed as deltas.
         parts: list[str] = []
         usage = None
         guard, text = RepetitionGuard(), ""
@@ -65,9 +69,6 @@ class AnswerWriter:
                 if not chunk.text:
                     continue
                 parts.append(chunk.text)
-                for section, piece in router.feed(chunk.text):
-                    if section == "answer" and (piece := cites.feed(piece)):
-                        yield {"delta": piece}
                 text += chunk.text
                 if guard.feed(text):                    # looping: stop generating
                     getattr(stream, "close", lambda: None)()
@@ -76,24 +77,9 @@ class AnswerWriter:
         except LLMError as err:
             yield {"status": "error", "message": str(err), "usage": self.last_usage}
             parts = []
-        tail = "".join(cites.feed(p) for s, p in router.feed("", final=True) if s == "answer")
-        tail += cites.flush()
-        if tail:
-            yield {"delta": tail}
         step = parse_step("".join(parts))
         answer = step.final_answer if step.final_answer is not None else unlabelled_answer(parts)
-        answer = clean_citations(answer, len(self.book)).strip()
-        extra = self._findings_for(answer) if answer else self._fallback_answer()
-        if extra:
-            yield {"delta": extra}
-        yield self._done(answer + extra)
-
-    def _fallback_answer(self) -> str:
-        """What was found, listed with citations, when the model gave no usable answer."""
-        if not len(self.book):
-            return prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question)
-        return prompts.fill(prompts.load("fallback", self.lang),
-                            FINDINGS=findings(self.book.sources))
+        yield from self._composed(answer)
 
     def _done(self, answer: str) -> Event:
         return {"done": True, "full_response": answer, "sources": self.book.as_dicts(answer),

@@ -1,27 +1,16 @@
-"""Guards for answers a small model writes: endless repetition, and answers from nothing.
+"""Stop a final answer that loops: a small model repeats one line until max_tokens.
 
-A 135M model asked for an answer tends to repeat one line until max_tokens, or to write
-something unrelated to what the search found. Two cheap checks keep the answer useful
-without touching good answers from capable models:
-- RepetitionGuard stops the stream once the text repeats itself (saves the tokens too);
-- grounded() says whether an answer cites a source or shares enough words with the
-  sources; an ungrounded answer gets the findings appended, so the user still sees what the
-  documents say.
+RepetitionGuard watches the text as it streams and says when it starts repeating itself,
+so the loop stops generating (and saves the tokens). What is left of the loop is removed by
+the answer composer (modes/compose.py), which also replaced the old "findings appended
+below an ungrounded answer" guard: every sentence is now checked against the sources.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from typing import Sequence
 
-from ..tools.base import Source
-from ..tools.observation import snippet
-
-_WORD_RE = re.compile(r"\w{4,}|\d+")
-_CITE_RE = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 REPEATS = 3            # the same line (or tail) three times: the model is looping
-MIN_OVERLAP = 0.3      # share of the answer's words found in the sources
 
 
 class RepetitionGuard:
@@ -49,21 +38,3 @@ class RepetitionGuard:
                 and text.count(tail) >= REPEATS:
             self.looping = True
         return self.looping
-
-
-def grounded(answer: str, sources: Sequence[Source]) -> bool:
-    """True when the answer cites [n] or most of its words occur in the sources."""
-    if not sources or _CITE_RE.search(answer):
-        return True
-    words = [w.lower() for w in _WORD_RE.findall(answer)]
-    if not words:
-        return True
-    corpus = " ".join(f"{s.title} {s.text}" for s in sources).lower()
-    found = sum(w in corpus for w in words)
-    return found / len(words) >= MIN_OVERLAP
-
-
-def findings(sources: Sequence[Source], limit: int = 5) -> str:
-    """The first sources as cited bullet points: "- text ... [n]"."""
-    return "\n".join(f"- {snippet(s.text.lstrip('-*• '), 200)} [{i}]"
-                     for i, s in enumerate(sources[:limit], 1))

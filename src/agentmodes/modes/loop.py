@@ -31,6 +31,7 @@ from ..llm.base import ChatModel, GenerationOptions, Message
 from ..parsing import LABEL_RE, Action, SectionRouter, Step, argument_from_json, parse_step
 from .acting import Observation, Toolbox, perform
 from .answering import ANSWER_STOP, AnswerWriter
+from .compose import Composer
 from .sources import SourceBook
 from .spec import ModeSpec
 
@@ -76,8 +77,10 @@ class Episode(AnswerWriter):
                  system: str, max_iterations: int, lang: str = "en",
                  history: Sequence[Message] = (), threshold: Optional[float] = None,
                  adaptive: bool = True, grammar: Optional[str] = None,
-                 require_search: bool = True, repeat_limit: Optional[int] = REPEAT_LIMIT):
+                 require_search: bool = True, repeat_limit: Optional[int] = REPEAT_LIMIT,
+                 composer: Optional[Composer] = None):
         self.spec, self.llm, self.tools = spec, llm, tools
+        self.composer = composer or Composer()     # the answer the user reads (compose.py)
         self.question = question
         self.goal = question
         self.lang = lang

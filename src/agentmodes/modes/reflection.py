@@ -35,6 +35,7 @@ from ..events import Event, Usage, final_event, status
 from ..evaluators.base import Evaluation
 from ..llm.base import ChatModel
 from .actors import Actor, LLMActor
+from .compose import Composer
 from .memory import Memory
 from .self_correction import (Attempt, complete, evaluate_attempt, extract_code, prompt,
                               resolve_language, sources_as_dicts, usage_of)
@@ -197,6 +198,9 @@ class Reflection:
         self.evaluator = evaluator
         self.language = language
         self.max_tokens = max_tokens
+        # Refined answers over documents go through the step modes' answer composer, with
+        # the actor's knowledge base's embedder when it has one (AgentActor).
+        self.composer = Composer(embedder=lambda: self.actor.knowledge.embedder)
 
     def run(self, task: str, *, eval_task: Any = None) -> ReflectionResult:
         done = final_event(self.stream(task, eval_task=eval_task))
@@ -307,6 +311,8 @@ class Reflection:
                                               context=context, attempt=last.output,
                                               feedback=critique), max_tokens=self.max_tokens)
             output = reply.text
+            if last.sources:          # an answer from documents: composed as the modes' are
+                output = self.composer.compose(output, task, last.sources, lang=lang).text
         return Attempt(output=output, usage=reply.usage, context=last.context,
                        sources=last.sources, raw=reply.text, trajectory=output)
 
