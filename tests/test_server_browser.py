@@ -84,7 +84,8 @@ def test_ask_streams_answer_and_trace_then_sources_history_and_settings(page, tm
     expect(trace.locator(".row.observation").first).to_contain_text("9 bis 18 Uhr")
     expect(turn.locator(".answer-text")).to_have_text(ANSWER, timeout=30_000)
     expect(turn.locator(".thinking")).to_be_hidden()
-    expect(trace.locator("details")).to_have_count(2)
+    expect(trace.locator("details:not(.composition)")).to_have_count(2)   # the iterations
+    expect(trace.locator("details.composition")).to_have_count(1)       # the answer check
     expect(turn.locator(".meta")).to_contain_text("reflact · 2 iteration(s)")
     statuses = page.evaluate("window.__statuses")
     assert "Searching the documents…" in statuses
@@ -168,14 +169,18 @@ def test_ask_streams_answer_and_trace_then_sources_history_and_settings(page, tm
 def test_markdown_is_rendered_and_injection_attempts_are_sanitised(tmp_path, browser):
     script = [REFLACT_SCRIPT[0],
               "REFLECTION: Gefunden.\nFINAL ANSWER: Die DG Agentur hat **Montag bis Freitag** "
-              "von 9 bis 18 Uhr geöffnet [1]. <script>window.pwned=1</script>"
-              '<img src=x onerror="window.pwned=2"> [mehr](javascript:window.pwned=3)']
+              "von 9 bis 18 Uhr geöffnet [1]."]
     service, server = _serve(tmp_path, script, delay=0)
-    # A stored answer whose sources came from the web: one with a script address.
+    # A stored answer with injection attempts, whose sources came from the web: one with a
+    # script address. Stored directly: a live answer holding them would not reach the page
+    # (the answer composer drops a sentence no source supports), but what the store holds
+    # (an older answer, another writer of the database) must be rendered safely too.
+    injected = ("Siehe [1] und [2]. <script>window.pwned=1</script>"
+                '<img src=x onerror="window.pwned=2"> [mehr](javascript:window.pwned=3)')
     bot = service.get_chatbot("default")
     conv = service.store.create_conversation(bot, "Web")
     service.store.add_message(conv.id, "user", "Was sagt das Web?")
-    service.store.add_message(conv.id, "assistant", "Siehe [1] und [2].", sources=[
+    service.store.add_message(conv.id, "assistant", injected, sources=[
         {"title": "Böse Seite", "source": "javascript:window.pwned=4",
          "url": "javascript:window.pwned=4", "chunk_id": None, "index": 1, "cited": True},
         {"title": "Gute Seite", "source": "https://example.org/a", "url": "https://example.org/a",
@@ -187,12 +192,13 @@ def test_markdown_is_rendered_and_injection_attempts_are_sanitised(tmp_path, bro
         answer = page.locator(".turn .answer-text")
         expect(answer.locator("strong")).to_have_text("Montag bis Freitag", timeout=30_000)
         expect(answer.locator("a.cite")).to_have_text("1")
+
+        page.locator("#conversations li button", has_text="Web").click()
+        answer = page.locator(".turn .answer-text")
+        expect(answer).to_contain_text("mehr")
         assert answer.locator("script, img[onerror], [onerror]").count() == 0
         assert page.locator("a[href^='javascript']").count() == 0
         assert page.evaluate("window.pwned") is None
-        expect(answer).to_contain_text("mehr")
-
-        page.locator("#conversations li button", has_text="Web").click()
         sources = page.locator(".turn .sources.cited li")
         expect(sources).to_have_count(2)
         expect(sources.nth(0).locator("a")).to_have_count(0)         # no link for javascript:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -43,7 +44,13 @@ SCRIPT = [
     'REFLECTION: Die Suche ergab die Öffnungszeiten. Das Ziel ist erreicht.\n'
     'FINAL ANSWER: Die DG Agentur hat Montag bis Freitag von 9 bis 18 Uhr geöffnet [1].',
 ]
-EXPECTED = "Die DG Agentur hat Montag bis Freitag von 9 bis 18 Uhr geöffnet [1]."
+# The scripted model's answer as the composer hands it on: the sentence is kept, its citation
+# names whichever source the ranking put the hours in (the script cannot know the number).
+EXPECTED = re.compile(r"Die DG Agentur hat Montag bis Freitag von 9 bis 18 Uhr geöffnet \[\d\]\.")
+
+
+def _unexpected(answer) -> bool:
+    return not (isinstance(answer, str) and EXPECTED.fullmatch(answer))
 
 
 @dataclass(slots=True)
@@ -115,7 +122,7 @@ async def _chat(url: str, messages: int, ttfe: list, latency: list, errors: list
                     first = first or time.perf_counter()
                     if event.get("done"):
                         conversation = event["conversation_id"]
-                        if event.get("full_response") != EXPECTED:
+                        if _unexpected(event.get("full_response")):
                             errors.append(f"unexpected answer {event.get('full_response')!r}")
                         break
                     if event.get("fatal") or event.get("code"):
@@ -187,7 +194,7 @@ def run_in_process(work: Path, kb: str, messages: int) -> LevelResult:
     service.ensure_chatbot("default", kb_path=str(kb))
     ttfe, latency, errors = [], [], 0
     warm = service.ask("default", "Aufwärmen: Wann hat die DG Agentur geöffnet?")
-    errors += warm.content != EXPECTED
+    errors += _unexpected(warm.content)
     conversation = None
     started = time.perf_counter()
     for i in range(messages):
@@ -198,7 +205,7 @@ def run_in_process(work: Path, kb: str, messages: int) -> LevelResult:
             first = first or time.perf_counter()
             if event.get("done"):
                 conversation = event["conversation_id"]
-                errors += event.get("full_response") != EXPECTED
+                errors += _unexpected(event.get("full_response"))
         ttfe.append((first - sent) * 1000)
         latency.append((time.perf_counter() - sent) * 1000)
     wall = time.perf_counter() - started

@@ -103,6 +103,7 @@ def _register(argv: list[str] | None = None) -> None:
         from . import scale_command  # noqa: F401  bench scale, index-candidates
         from . import formats_command  # noqa: F401  bench formats
         from . import answers_command  # noqa: F401  bench answers
+        from . import bench_modes_command  # noqa: F401  bench modes
 
 
 def _error(message: str, code: int) -> None:

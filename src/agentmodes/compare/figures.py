@@ -49,12 +49,18 @@ class RunFigures:
     parse_errors: int = 0
     repeated_actions: int = 0
     actions: int = 0                      # tool calls the loop ran (respond excluded)
+    # Self-correction, as the events show it: an action whose observation changed nothing
+    # (a search that found nothing new, a failed or unknown tool: `effect` false), and how
+    # often the next action was a different one rather than the same again.
+    unproductive_actions: int = 0
+    corrections: int = 0
     sources_retrieved: int = 0
     sources_cited: int = 0
     stop_reason: str = "answer"           # "answer" (the model answered) or the loop's reason
     reflection_rounds: int = 0
     reflection_stop: Optional[str] = None
-    answer: str = ""
+    answer: str = ""                      # what the user reads (the composed answer)
+    model_answer: Optional[str] = None    # the model's own, when the composer rewrote it
     calls: list[CallUsage] = field(default_factory=list)
     other_calls: int = 0                  # calls no event attributes (the final answer call)
     other_prompt_tokens: int = 0
@@ -97,7 +103,8 @@ class FigureFold:
         self._open: Optional[int] = None    # iteration of a started step call not yet counted
         self._iteration = 0
         self.done: Optional[Event] = None
-        self.review_elapsed = 0.0
+        self._last_action: Optional[tuple] = None
+        self._unproductive: Optional[tuple] = None
 
     def add(self, event: Event) -> None:
         f = self.figures
@@ -131,6 +138,13 @@ class FigureFold:
             f.max_iterations_reached = True
         elif status == "action" and event.get("action") != "respond":
             f.actions += 1
+            key = (event.get("action"), " ".join(str(event.get("param", "")).lower().split()))
+            if self._unproductive is not None and key != self._unproductive:
+                f.corrections += 1
+            self._unproductive, self._last_action = None, key
+        elif status == "observation" and event.get("effect") is False:
+            f.unproductive_actions += 1
+            self._unproductive = self._last_action
         elif status == "final_answer" and event.get("reason"):
             f.stop_reason = str(event["reason"])
         elif status == "error" and event.get("fatal"):
@@ -157,6 +171,8 @@ class FigureFold:
         f.sources_retrieved = len(sources)
         f.sources_cited = sum(1 for s in sources if isinstance(s, dict) and s.get("cited"))
         f.answer = str(done.get("full_response") or "")
+        if done.get("model_answer") is not None:
+            f.model_answer = str(done["model_answer"])
         f.other_calls = f.llm_calls - len(f.calls)
         f.other_prompt_tokens = f.prompt_tokens - sum(c.prompt_tokens for c in f.calls)
         f.other_completion_tokens = f.completion_tokens - sum(c.completion_tokens

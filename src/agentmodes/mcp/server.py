@@ -84,7 +84,7 @@ def build_server(service: KnowledgeService, name: str = "agentmodes") -> Any:
     """The MCPServer with the tools and resources above."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.server.mcpserver.resources import FunctionResource
+    from mcp.types import Resource as MCPResource
 
     from .. import __version__
 
@@ -109,13 +109,17 @@ def build_server(service: KnowledgeService, name: str = "agentmodes") -> Any:
             raise ToolError("the question is empty")
         return await _run(ToolError, service.ask, question, mode, task_type)
 
-    for info in service.kb.documents():
-        server.add_resource(FunctionResource(
-            uri=DOC_URI.format(doc_id=info.id), name=info.name, title=info.title,
-            description=f"{info.title} ({info.chunks} passages) from {info.path}",
-            mime_type="text/markdown",
-            fn=lambda doc_id=info.id: service.document_markdown(doc_id)))
+    async def list_documents() -> list:
+        # Read from the KB at every listing, not once at start: documents ingested (or
+        # removed) by another process while this server runs are listed as they are now.
+        # Reading one goes through the template below, whatever the list said.
+        infos = await anyio.to_thread.run_sync(service.kb.documents)
+        return [MCPResource(uri=DOC_URI.format(doc_id=info.id), name=info.name,
+                            title=info.title, mime_type="text/markdown",
+                            description=f"{info.title} ({info.chunks} passages) from {info.path}")
+                for info in infos]
 
+    server.list_resources = list_documents
     @server.resource(DOC_URI, name="document", mime_type="text/markdown",
                      description="A document of the knowledge base by id.")
     def document(doc_id: str) -> str:

@@ -40,7 +40,7 @@ from .answer_types import evidence, question_types
 from .cleanup import (PromptCopy, collapse_repeats, junk_reason, strip_labels,
                       strip_placeholders, words)
 from .extractive import Candidate, candidates, rank, select
-from .statements import CITATION_RE, Statement, block_citations, split_statements
+from .statements import Statement, block_citations, recite, split_statements
 from .support import SupportJudge, numbers_of
 
 MAX_CHARS = 600            # an extractive or repaired answer, before the sources
@@ -234,7 +234,7 @@ class _Work:
                 continue
             if cites and cites != (st.cites or cover):
                 # uncited, or citing a source that does not say it: cite the one that does
-                text = f"{CITATION_RE.sub('', text).rstrip()} [{', '.join(map(str, cites))}]"
+                text = recite(text, cites)
                 self.changed = True
             for head, head_text in pending_headings:
                 if head.block == st.block:

@@ -28,6 +28,20 @@ _ITEM_RE = re.compile(r"^[ \t]*(?:[-*•–]|\d{1,2}[.)])[ \t]+")
 _ABBREVIATION_END = re.compile(r"\b(?:zzgl|inkl|ca|bzw|vgl|evtl|ggf|usw|etc|z\. ?B|d\. ?h|"
                                r"u\. ?a|Nr|Str|Tel|e\. ?g|i\. ?e|approx|incl|vs)\.$")
 _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+\S.*|[^.!?\n]{1,60}:)[ \t]*$")
+_CITED_RE = re.compile(r"[ \t]*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
+_END_PUNCT_RE = re.compile(r"([.!?…:;]+)$")
+
+
+def recite(text: str, cites: tuple[int, ...]) -> str:
+    """`text` citing `cites` instead of what it cited: the old [n] go with the space before
+    them, and the new one goes where a writer puts it, before the closing punctuation
+    ("geöffnet [2]." rather than "geöffnet . [2]")."""
+    bare = _CITED_RE.sub("", text).rstrip()
+    mark = f" [{', '.join(map(str, cites))}]"
+    end = _END_PUNCT_RE.search(bare)
+    if end is None:
+        return bare + mark
+    return bare[:end.start()].rstrip() + mark + end.group(1)
 
 
 @dataclass(slots=True)
