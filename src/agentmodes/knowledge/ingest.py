@@ -49,6 +49,20 @@ class _Task:
 
 
 @dataclass(slots=True)
+class _FilesDone:
+    """"read" progress counts files finished (stored, skipped or unchanged), not files read
+    ahead for the extraction workers: a caller that stops at "read N" has N files complete
+    in the KB, as when files were read and stored one at a time."""
+    progress: Progress | None
+    total: int
+    done: int = 0
+
+    def report(self, label: str) -> None:
+        if self.progress:
+            self.progress("read", self.done, self.total, label)
+
+
+@dataclass(slots=True)
 class _Read:
     """A file read and found new or changed: what storing it needs besides its text."""
     task: _Task
@@ -93,11 +107,13 @@ def ingest_paths(store: Backend, paths: list[Path], *, chunking: ChunkingOptions
         if str(task.path) not in seen:      # the same file given twice (file and its folder)
             seen.add(str(task.path))
             unique.append(task)
-    changed = _read_changed(store, unique, force, report, progress)
+    counter = _FilesDone(progress, len(unique))
+    changed = _read_changed(store, unique, force, report, counter)
     for read, extracted in shared_pool().map(changed):
+        counter.report(read.key)
         _store_file(store, read, extracted, chunking, force, report)
-    if progress:
-        progress("read", len(unique), len(unique), "")
+        counter.done += 1
+    counter.report("")
 
     for folder, present in folders:
         for row in store.documents_under(str(folder)):
@@ -174,28 +190,38 @@ def _unsupported(path: Path) -> str:
 
 
 def _read_changed(store: Backend, tasks: list[_Task], force: bool, report: IngestReport,
-                  progress: Progress | None) -> Iterator[tuple[_Read, Path, bytes]]:
-    """Read each file; report the unreadable, too large and unchanged ones; yield the rest
-    (with their bytes) for extraction."""
-    for done, task in enumerate(tasks):
-        if progress:
-            progress("read", done, len(tasks), str(task.path))
+                  counter: _FilesDone) -> Iterator[tuple[_Read, Path, bytes]]:
+    """Read each file; report the unreadable, too large and unchanged ones (each counted
+    done); yield the rest (with their bytes) for extraction."""
+    for task in tasks:
         key = str(task.path)
-        try:
-            stat = task.path.stat()
-            if stat.st_size > MAX_FILE_BYTES:
-                report.skipped.append(SkippedFile(key, f"larger than {MAX_FILE_BYTES >> 20} MB"))
-                continue
-            data = task.path.read_bytes()
-        except OSError as err:
-            report.skipped.append(SkippedFile(key, f"cannot read: {err.strerror or err}"))
-            continue
-        content_hash = hashlib.sha256(data).hexdigest()
-        existing = store.document(key)
-        if existing and existing.content_hash == content_hash and not force:
-            report.unchanged.append(key)
-            continue
-        yield _Read(task, key, stat, content_hash, existing is not None), task.path, data
+        read = _read_one(store, task, key, force, report)
+        if read is None:
+            counter.report(key)
+            counter.done += 1
+        else:
+            yield read
+
+
+def _read_one(store: Backend, task: _Task, key: str, force: bool,
+              report: IngestReport) -> tuple[_Read, Path, bytes] | None:
+    """The file's bytes for extraction, or None (reported) if unreadable, too large or
+    unchanged."""
+    try:
+        stat = task.path.stat()
+        if stat.st_size > MAX_FILE_BYTES:
+            report.skipped.append(SkippedFile(key, f"larger than {MAX_FILE_BYTES >> 20} MB"))
+            return None
+        data = task.path.read_bytes()
+    except OSError as err:
+        report.skipped.append(SkippedFile(key, f"cannot read: {err.strerror or err}"))
+        return None
+    content_hash = hashlib.sha256(data).hexdigest()
+    existing = store.document(key)
+    if existing and existing.content_hash == content_hash and not force:
+        report.unchanged.append(key)
+        return None
+    return _Read(task, key, stat, content_hash, existing is not None), task.path, data
 
 
 def _store_file(store: Backend, read: _Read, extracted: Extracted | UnreadableFile,
