@@ -170,3 +170,22 @@ def test_tests_only_is_reflexion_without_the_lesson_and_shows_the_papers_ablatio
     assert "| tests-only (self-written tests, no self-reflection) | 0.60 |" in table
     published = json.loads(run.paths["json"].read_text())["published"]
     assert [r["pass_at_1"] for r in published["rows"]] == [0.60, 0.60, 0.68]
+
+
+def test_self_tests_are_asserts_by_grammar_on_grammar_backends():
+    from agentmodes.llm.scripted import ScriptedModel
+    from agentmodes.modes.self_correction import generate_unit_tests, unit_test_grammar
+
+    class GrammarModel(ScriptedModel):
+        supports_grammar = True
+
+    llm = GrammarModel(["assert add(2, 3) == 5\nassert add(0, 0) == 0"])
+    tests, _ = generate_unit_tests(llm, "Write add(a, b).", entry_point="add", n=3)
+    assert tests == ["assert add(2, 3) == 5", "assert add(0, 0) == 0"]
+    grammar = llm.calls[0]["options"].grammar
+    assert grammar == unit_test_grammar("add", 3) and 'test ::= "assert add("' in grammar
+    assert grammar.count('("\\n" test)?') == 2              # at most 3 lines
+    assert unit_test_grammar("not a name", 3) is None       # never a broken grammar
+    plain = ScriptedModel(["assert add(1, 1) == 2"])
+    generate_unit_tests(plain, "Write add(a, b).", entry_point="add")
+    assert plain.calls[0]["options"].grammar is None

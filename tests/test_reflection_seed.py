@@ -154,3 +154,9 @@ def test_reflexion_on_a_chinese_task_reflects_in_chinese():
     reflect_prompt, retry_prompt = (p[-1]["content"] for p in llm.prompts[1:3])
     assert reflect_prompt.startswith("你是一个能从错误中学习的智能体")
     assert "你之前尝试这个任务时得到的教训" in retry_prompt and "我漏掉了 n 本身" in retry_prompt
+
+
+def test_a_verdict_label_followed_by_blanks_is_no_verdict_not_a_crash():
+    # found by fuzzing: "verdict:" then only spaces used to raise IndexError
+    assert parse_verdict('hv*a{"verdict":  !gw4f').verdict is None
+    assert parse_verdict("Verdict:    ").verdict is None

@@ -130,12 +130,14 @@ def print_table(report: Report, console: Console | None = None) -> None:
         table.add_row(row["variant"], *[cell(c, row.get(c.key, 0)) for c in report.columns])
     print_table_whole(table, console)
     if report.reference:
-        published = Table(title=f"published: {report.reference_source}")
+        published = Table(title="published")
         published.add_column("variant")
         published.add_column(report.metric, justify="right")
         for row in report.reference:
             published.add_row(row["variant"], f"{row[report.metric]:.2f}")
         print_table_whole(published, console)
+        (console or Console()).print(f"source: {report.reference_source}", markup=False,
+                                     highlight=False)
 
 
 COST_COLUMNS = [

@@ -122,7 +122,7 @@ def parse_verdict(text: str) -> Verdict:
         return Verdict(_norm_verdict(lower.get("verdict")), issues, critique, "json")
     if no_improvement_needed(text):
         return Verdict("pass", [], text.strip(), "phrase")
-    line = re.search(r"verdict\W{0,3}\s*([A-Za-z_ ]{2,20})", text, re.IGNORECASE)
+    line = re.search(r"verdict\W{0,3}\s*([A-Za-z_][A-Za-z_ ]{1,19})", text, re.IGNORECASE)
     verdict = _norm_verdict(line.group(1).split()[0]) if line else None
     return Verdict(verdict, [], text.strip(), "line" if verdict else None)
 
