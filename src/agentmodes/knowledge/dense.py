@@ -38,8 +38,8 @@ class DenseIndex:
         self._gram: np.ndarray | None = None
         self._missing: np.ndarray | None = None
         self._missing_n = 0
-        self.ann = None  # optional approximate index (ann.py) over the base rows
-        self.uncovered = np.zeros(0, dtype=np.int64)  # saved rows with a vector not in it
+        self.ann = None  # optional approximate index (ann.GraphSet) over saved rows
+        self.uncovered = np.zeros(0, dtype=np.int64)  # saved rows with a vector in no graph
 
     def __len__(self) -> int:
         return self._count
@@ -221,9 +221,22 @@ class DenseIndex:
         if self.ann is None:
             return self.best_rows(self.row_scores(query, n_rows), count)
         extra = self._extra_rows.view
-        rows = np.concatenate([self.ann.search(query, count), self.uncovered, extra])
+        outside = np.union1d(self.uncovered, extra) if len(extra) else self.uncovered
+        outside = outside[outside < n_rows]
+        outside = outside[self._valid(outside)]
+        if len(outside) > count:  # many rows in no graph yet (a long ingest): their best
+            outside = outside[top_k(self._exact_scores(outside, query), count)]
+        rows = self.ann.search(query, count)
         rows = rows[rows < n_rows]
-        return np.unique(rows[self._valid(rows)])
+        return np.union1d(rows[self._valid(rows)], outside)
+
+    def _exact_scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Cosines of these rows, gathered in blocks (bounded memory for any count)."""
+        out = np.empty(len(rows), dtype=np.float32)
+        for start in range(0, len(rows), 16 * BLOCK_ROWS):
+            part = rows[start:start + 16 * BLOCK_ROWS]
+            out[start:start + len(part)] = dot_rows(self.gather(part), query)
+        return out
 
 
 def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = None
