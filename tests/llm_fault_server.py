@@ -111,6 +111,7 @@ class FaultServer:
                 body["_path"] = self.path
                 body["_auth"] = self.headers.get("Authorization")
                 server.requests.append(body)
+                self.body = body        # for behaviours that answer by what was asked
                 behaviour = server.script[min(len(server.requests), len(server.script)) - 1]
                 behaviour(self)
 
