@@ -98,6 +98,7 @@ def _register(argv: list[str] | None = None) -> None:
         from . import bench_commands  # noqa: F401  bench humaneval, mbpp, retrieval, server
         from . import overhead_command  # noqa: F401  bench overhead
         from . import bench_llm_commands  # noqa: F401  bench hotpotqa
+        from . import alfworld_command  # noqa: F401  bench alfworld
         from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
         from . import scale_command  # noqa: F401  bench scale, index-candidates
         from . import formats_command  # noqa: F401  bench formats
