@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from .chat_trace import TraceRecorder
 from .errors import AgentModesError, ConfigError
+from .secret_settings import keep_masked_secrets, public_settings  # noqa: F401 (re-exported)
 from .events import Event
 from .ingest_worker import IngestWorker
 from .private_files import private_dir
@@ -42,7 +43,6 @@ log = logging.getLogger("agentmodes.service")
 LLMFactory = Callable[[], Any]
 AgentFactory = Callable[..., Any]        # (llm=, knowledge=, settings=) -> agent with .stream
 KBOpener = Callable[[str], Any]          # path -> KnowledgeBase
-SECRET_SETTINGS = ("tavily_api_key",)
 IN_CHAT_DATABASE = "chat-database:"     # kb_path of a KB kept inside the chat database
 MAX_REFLECTION_ROUNDS = 3
 
@@ -55,17 +55,6 @@ def _default_agent_factory(**kwargs: Any) -> Any:
 def _default_kb_opener(path: str) -> Any:
     from .knowledge.base import KnowledgeBase
     return KnowledgeBase.open(path)
-
-
-def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Settings as shown to clients and written to logs: secrets are masked (also the
-    headers and environment of MCP servers, which carry their tokens)."""
-    shown = {k: ("***" if k in SECRET_SETTINGS and v else v) for k, v in settings.items()}
-    if shown.get("mcp_servers"):
-        shown["mcp_servers"] = [
-            {**server, **{key: {name: "***" for name in server.get(key) or {}}
-                          for key in ("headers", "env")}} for server in shown["mcp_servers"]]
-    return shown
 
 
 def validate_settings(settings: dict[str, Any] | ChatbotSettings | None) -> ChatbotSettings:
@@ -201,8 +190,7 @@ class AgentChatService(UsersAndOwners):
         merged = None
         if settings is not None or language:
             # A masked secret sent back unchanged by a client keeps the stored value.
-            incoming = {k: v for k, v in (settings or {}).items()
-                        if not (k in SECRET_SETTINGS and v == "***")}
+            incoming = keep_masked_secrets(current.settings, settings or {})
             if language:
                 incoming["language"] = language
             merged = validate_settings({**current.settings, **incoming}).model_dump()
