@@ -104,6 +104,16 @@ def make_corpus(folder: Path) -> Path:
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
+def numbered_reports(folder: Path, count: int, start: int = 0) -> Path:
+    """`count` one-line reports, each with its own code word (zq007x) to search for."""
+    folder.mkdir(exist_ok=True)
+    for i in range(start, start + count):
+        (folder / f"doc{i:03}.md").write_text(
+            f"# Report {i}\n\nThe code word of report {i} is zq{i:03}x and it covers topic "
+            f"{i * 3}.\n", encoding="utf-8")
+    return folder
+
+
 def examples_kb(path: Path) -> Path:
     """The project's example documents in a KB file at `path` (lexical only: no model)."""
     from agentmodes.knowledge.base import KnowledgeBase

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-from kb_fixtures import HashingEmbedder, make_corpus
+from kb_fixtures import HashingEmbedder, make_corpus, numbered_reports
 
 from agentmodes.knowledge.backends import index_files
 from agentmodes.knowledge.base import KnowledgeBase
@@ -25,15 +25,6 @@ def _spawn(code: str, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def _docs(folder: Path, count: int, start: int = 0) -> Path:
-    folder.mkdir(exist_ok=True)
-    for i in range(start, start + count):
-        (folder / f"doc{i:03}.md").write_text(
-            f"# Report {i}\n\nThe code word of report {i} is zq{i:03}x and it covers topic "
-            f"{i * 3}.\n", encoding="utf-8")
-    return folder
 
 
 # Opens the KB in a new process and reports what it had to analyse to answer.
@@ -72,7 +63,7 @@ def test_a_new_process_opens_the_saved_index_without_analysing_anything(tmp_path
 
 
 def test_removing_a_document_removes_it_from_both_indexes_and_stays_removed(tmp_path):
-    folder = _docs(tmp_path / "docs", 12)
+    folder = numbered_reports(tmp_path / "docs", 12)
     db = tmp_path / "kb.db"
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         kb.ingest(folder)
@@ -87,7 +78,7 @@ def test_removing_a_document_removes_it_from_both_indexes_and_stays_removed(tmp_
 
 
 def test_removing_most_documents_compacts_the_index(tmp_path):
-    folder = _docs(tmp_path / "docs", 120)
+    folder = numbered_reports(tmp_path / "docs", 120)
     db = tmp_path / "kb.db"
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         kb.ingest(folder)
@@ -127,7 +118,7 @@ KILL_IN_SAVE = """
 
 
 def test_killed_while_saving_the_index_leaves_it_usable_and_it_catches_up(tmp_path):
-    folder = _docs(tmp_path / "docs", 40)
+    folder = numbered_reports(tmp_path / "docs", 40)
     db = tmp_path / "kb.db"
     process = _spawn(KILL_IN_SAVE, str(db), str(folder))
     assert process.stdout.readline().strip() == "in-save"
@@ -167,9 +158,9 @@ SLOW_WRITER = """
 def test_one_process_ingests_while_another_searches_and_finds_the_new_documents(tmp_path):
     db = tmp_path / "kb.db"
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
-        kb.ingest(_docs(tmp_path / "first", 3))
+        kb.ingest(numbered_reports(tmp_path / "first", 3))
         assert kb.search("zq001x", mode="hybrid", k=1)[0].title == "Report 1"
-        writer = _spawn(SLOW_WRITER, str(db), str(_docs(tmp_path / "more", 5, start=50)))
+        writer = _spawn(SLOW_WRITER, str(db), str(numbered_reports(tmp_path / "more", 5, start=50)))
         try:
             seen = set()
             for line in writer.stdout:
@@ -232,7 +223,7 @@ def test_a_kb_written_before_saved_indexes_is_upgraded_on_open(tmp_path):
         assert kb.search("castle gate", mode="hybrid", k=1)[0].title == "castle"
         assert kb.search("harbour", mode="semantic", k=1)[0].title == "ferries"
         assert kb.check() == [] and kb.stats()["pending_embeddings"] == 0
-        notes = _docs(tmp_path / "docs", 2)
+        notes = numbered_reports(tmp_path / "docs", 2)
         kb.ingest(notes)
         assert kb.search("zq001x", mode="lexical", k=1)[0].title == "Report 1"
     conn = sqlite3.connect(db)
@@ -259,7 +250,7 @@ def test_a_damaged_or_foreign_index_is_rebuilt_from_the_file(tmp_path):
     # an index beside a different KB file (copied over it) is never used
     other = tmp_path / "other.db"
     with KnowledgeBase.open(other, embedder=HashingEmbedder()) as kb:
-        kb.ingest(_docs(tmp_path / "reports", 2))
+        kb.ingest(numbered_reports(tmp_path / "reports", 2))
     (folder / "manifest.json").write_text(
         (tmp_path / "other.db.index" / "manifest.json").read_text())
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
@@ -295,22 +286,22 @@ def test_large_kbs_search_an_approximate_graph_that_follows_changes(tmp_path, mo
     from agentmodes.knowledge.backends import index_save
 
     monkeypatch.setattr(index_save, "ANN_MIN", 20)  # the graph from 20 vectors on
-    folder = _docs(tmp_path / "docs", 40)
+    folder = numbered_reports(tmp_path / "docs", 40)
     db = tmp_path / "kb.db"
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         kb.ingest(folder)
         exact = [h.title for h in kb.search("zq017x report 17 topic 51", "semantic", k=5)]
     manifest = index_files.read_manifest(tmp_path / "kb.db.index")
-    assert manifest["files"].get("ann", "").endswith(".usearch")
+    assert manifest["graphs"] and manifest["graphs"][0][0].endswith(".usearch")
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         assert kb._index.searcher().dense.ann is not None
         assert [h.title for h in kb.search("zq017x report 17 topic 51", "semantic", k=5)] \
             == exact
-        _docs(folder, 1, start=77)  # one more: listed as uncovered, scored exactly
+        numbered_reports(folder, 1, start=77)  # one more: listed as uncovered, scored exactly
         kb.ingest(folder)
         assert kb.search("zq077x report 77 topic 231", "hybrid", k=1)[0].title == "Report 77"
     after = index_files.read_manifest(tmp_path / "kb.db.index")
-    assert after["files"]["ann"] == manifest["files"]["ann"]  # the graph was not rewritten
+    assert after["graphs"] == manifest["graphs"]  # the graph was not rewritten
     assert after["files"].get("ann_uncovered")
     result = _search_elsewhere(db, "zq077x report 77 topic 231")
     assert result["hits"]["hybrid"][0] == "Report 77" and result["hits"]["lexical"][0] == \

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
-import sys
 import threading
-import time
 
-import httpx
 import pytest
+from llama_server_support import free_port as _free_port
+from llama_server_support import llama_server as start_llama_server
 from llm_fault_server import (FaultServer, finish_chunk, slow, sse, status, text_chunk,
                               tool_chunk, usage_chunk)
 
 from agentmodes.errors import LLMError
 from agentmodes.llm import GenerationOptions, ToolSpec, collect, step_grammar
-from agentmodes.llm.llamacpp import default_model_path
 from agentmodes.llm.openai_compat import OpenAICompatModel
 
 MESSAGES = [{"role": "user", "content": "Name three colours."}]
@@ -25,42 +21,10 @@ MESSAGES = [{"role": "user", "content": "Name three colours."}]
 
 # -- a real server: llama-cpp-python's OpenAI-compatible server with the default model ------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    log = log_path.open("w")      # a file, not a pipe: the server logs a lot and would block
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-         "--n_threads", "1", "--n_threads_batch", "1"],
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            log.close()
-            pytest.fail(f"llama_cpp.server did not start: {log_path.read_text()[-500:]}")
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with start_llama_server(tmp_path_factory.mktemp("llama_server")) as url:
+        yield url
 
 
 @pytest.fixture

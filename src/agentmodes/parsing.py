@@ -69,6 +69,7 @@ _ARG_KEYS = ("query", "q", "answer", "text", "input", "keyword", "search_query",
 
 HINT_FORMAT = ('Write one step: your reasoning, then ACTION: tool_name("argument") to use a '
                'tool, or FINAL ANSWER: followed by the answer when you have it.')
+HINT_COMMAND = "Write one command for the environment after ACTION:, e.g. ACTION: go to shelf 1."
 HINT_ACTION = 'Write the action as tool_name("argument"), e.g. rag_search("opening hours").'
 
 
@@ -119,11 +120,14 @@ def label_kind(match: re.Match) -> str:
 
 
 def parse_step(text: str, *, reflact: bool = False,
-               tools: Optional[Collection[str]] = None) -> Step:
+               tools: Optional[Collection[str]] = None, command: Optional[str] = None) -> Step:
     """Parse one model reply. With reflact=True, THOUGHT is read as REFLECTION (seed 000).
 
     `tools` are the names of the enabled tools: a name the model writes resolves to one of
-    them first (any case), and only otherwise through the paper-style ALIASES."""
+    them first (any case), and only otherwise through the paper-style ALIASES.
+    `command` is set when the episode acts in an environment whose actions are free text
+    (ALFWorld: "go to shelf 1"): the ACTION is then that environment's command, read as
+    Action(command, <the ACTION's first line>), not as a tool call."""
     text = text or ""
     if "[TOOL_CALLS]" in text or "tool_call>" in text or "<|python_tag|>" in text:
         text = _MARKERS_RE.sub("", text)
@@ -165,14 +169,30 @@ def parse_step(text: str, *, reflact: bool = False,
     if answer:
         step.final_answer = answer
     elif action_body is not None:
-        _read_action(step, action_body, tools)
+        if command is not None:
+            _read_command(step, action_body, command)
+        else:
+            _read_action(step, action_body, tools)
     elif answer is not None:
         step.final_answer = answer
         step.error = ParseError("FINAL ANSWER was empty",
                                 "Write the answer after FINAL ANSWER:.", "empty_answer")
+    elif command is not None and not sections and len(text.strip().splitlines()) == 1:
+        _read_command(step, text, command)              # a bare command line, paper style
     else:
         _read_unlabelled(step, lead if sections else text, tools)
     return step
+
+
+def _read_command(step: Step, body: str, name: str) -> None:
+    """An environment command: the first non-empty line of the ACTION, without the ReAct
+    paper's `> ` prompt marker or code quotes."""
+    line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
+    line = line.lstrip(">").strip().strip("`").strip()
+    if not line:
+        step.error = ParseError("the ACTION was empty", HINT_COMMAND, "empty_argument")
+        return
+    step.action = Action(name, line)
 
 
 def resolve_tool(name: str, tools: Optional[Collection[str]] = None) -> str:

@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -111,12 +111,18 @@ def plot(report: Report, path: Path) -> bool:
     return True
 
 
-def write(report: Report, out_dir: Path, stem: str) -> dict[str, Path]:
+def write(report: Report, out_dir: Path, stem: str, *,
+          render: Callable[[Report], str] = markdown,
+          draw: Callable[[Report, Path], bool] = plot,
+          extra: Optional[dict[str, Any]] = None) -> dict[str, Path]:
+    """JSON, Markdown and PNG of a report; a benchmark with its own tables or figure passes
+    `render`/`draw`, and `extra` adds top-level keys to the JSON (e.g. published figures)."""
     report.meta.setdefault("written", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    json_path, md_path = write_results(out_dir, stem, report.as_dict(), markdown(report))
+    json_path, md_path = write_results(out_dir, stem, {**report.as_dict(), **(extra or {})},
+                                       render(report))
     paths = {"json": json_path, "md": md_path}
-    png = out_dir / f"{stem}.png"
-    if plot(report, png):
+    png = Path(out_dir) / f"{stem}.png"
+    if draw(report, png):
         paths["png"] = png
     return paths
 

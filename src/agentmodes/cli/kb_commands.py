@@ -17,7 +17,7 @@ import typer
 
 from ..knowledge.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, HEADING_SEPARATOR
 from ..knowledge.extract import FORMAT_NAMES
-from ..knowledge.web_pages import is_url
+from ..knowledge.extract_types import is_url
 from ..store.urls import is_postgres
 from . import output
 from .main import RUNTIME, app, fail

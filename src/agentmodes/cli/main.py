@@ -89,6 +89,7 @@ def _register(argv: list[str] | None = None) -> None:
     from . import serve_command  # noqa: F401  serve
     from . import ask_command  # noqa: F401  ask
     from . import reflect_command  # noqa: F401  reflect
+    from . import users_command  # noqa: F401  users add, list, remove, rotate
     from . import completion  # noqa: F401  completion
     from . import docs_command  # noqa: F401  docs list, show, rm
     from . import chat_command  # noqa: F401  chat
@@ -98,6 +99,7 @@ def _register(argv: list[str] | None = None) -> None:
         from . import bench_commands  # noqa: F401  bench humaneval, mbpp, retrieval, server
         from . import overhead_command  # noqa: F401  bench overhead
         from . import bench_llm_commands  # noqa: F401  bench hotpotqa
+        from . import alfworld_command  # noqa: F401  bench alfworld
         from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
         from . import scale_command  # noqa: F401  bench scale, index-candidates
         from . import formats_command  # noqa: F401  bench formats

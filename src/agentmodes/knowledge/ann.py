@@ -12,6 +12,12 @@ KB does not read the graph; it stores vectors as float16 (half the memory of hns
 keeps float32 copies); it adds and removes keys incrementally; and it ships wheels with SIMD
 kernels for this CPU. sqlite-vec 0.1 has no approximate index (it scans), faiss's HNSW cannot
 remove keys.
+
+A KB's graph is a `GraphSet`: one or a few graphs over disjoint rows, like the lexical
+segments. Growing one graph means loading and rewriting all of it (O(KB) per save: a 1M-chunk
+ingest could then save its index only at the very end, and a kill lost everything since);
+a new batch of vectors instead gets a graph of its own, and the smallest graphs are merged
+when there are more than MAX_GRAPHS (index_save.py), so a save costs what was added.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ ANN_MIN = int(os.environ.get("AGENTMODES_ANN_MIN") or 50_000)
 CONNECTIVITY = 16      # graph degree (M): recall vs memory and build time
 EXPANSION_ADD = 128    # ef_construction
 EXPANSION_SEARCH = 256  # ef at query time (>= the candidates asked for)
+MAX_GRAPHS = 4         # more graphs than this: the two smallest are merged
+MIN_PER_GRAPH = 32     # candidates asked of even the smallest graph
 
 
 class ApproximateIndex:
@@ -70,9 +78,36 @@ class ApproximateIndex:
     def save(self, path: Path) -> None:
         self._index.save(str(path))
 
+    def rows(self) -> np.ndarray:
+        """The rows (keys) in this graph."""
+        return np.asarray(self._index.keys, dtype=np.int64)
+
     def search(self, query: np.ndarray, count: int) -> np.ndarray:
         """Rows of (about) the `count` nearest vectors."""
         if not len(self._index):
             return np.zeros(0, dtype=np.int64)
         matches = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
         return np.asarray(matches.keys, dtype=np.int64)
+
+
+class GraphSet:
+    """The approximate index of a KB: graphs over disjoint rows, searched together.
+
+    Each graph is asked for a share of the candidates by its size (at least MIN_PER_GRAPH,
+    at most `count`), so a few small recent graphs add little rescoring work."""
+
+    def __init__(self, graphs: list[ApproximateIndex]) -> None:
+        self.graphs = graphs
+
+    def __len__(self) -> int:
+        return sum(len(g) for g in self.graphs)
+
+    def search(self, query: np.ndarray, count: int) -> np.ndarray:
+        total = len(self)
+        if not total:
+            return np.zeros(0, dtype=np.int64)
+        if len(self.graphs) == 1:
+            return self.graphs[0].search(query, count)
+        parts = [g.search(query, min(count, max(MIN_PER_GRAPH, -(-2 * count * len(g) // total))))
+                 for g in self.graphs if len(g)]
+        return np.concatenate(parts)

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import AgentModesError, ConfigError, KnowledgeBaseError
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, index_text
 from .embedders import Embedder, get_embedder
+from .extract_types import is_url
 from .ingest import ChunkingOptions, Progress, as_path_list, ingest_paths
 from .backends import Backend, open_backend
 from .types import DocumentInfo, Hit, IngestReport, Passage
@@ -153,12 +154,6 @@ class KnowledgeBase:
                 f"{embedder.name} --kb {self.location}`")
         return embedder
 
-    def _embedder_name(self) -> str | None:
-        """The vector space name without loading a model when the KB already records one."""
-        if self._embedder is not None:
-            return self._embedder.name
-        return self._store.get_meta("embedder") or self.embedder.name
-
     # --- ingest -------------------------------------------------------------------------
 
     def ingest(self, paths: str | os.PathLike | Iterable[str | os.PathLike],
@@ -175,8 +170,6 @@ class KnowledgeBase:
             if progress:
                 progress(phase, done, total, label)
 
-        from .web_pages import ingest_urls, is_url  # httpx: not for processes that only search
-
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         urls = [p for p in given if is_url(p)]          # web pages and sitemaps
         try:
@@ -184,9 +177,11 @@ class KnowledgeBase:
                                   as_path_list([p for p in given if not is_url(p)]),
                                   chunking=self.chunking, progress=saving, force=force)
             if urls:
+                from .web_pages import ingest_urls  # httpx: only when there are URLs
+
                 ingest_urls(self._store, urls, chunking=self.chunking, report=report,
                             progress=saving, force=force)
-            self._checkpoint()
+            self._checkpoint(due=True)  # the text is saved by the end at the latest
             if embed:
                 try:
                     report.embedded = self.embed_pending(progress)
@@ -196,7 +191,8 @@ class KnowledgeBase:
                                     "it)") from None
         finally:
             self._checkpoint()
-        if report.updated or report.removed or report.skipped:
+        if (report.updated or report.removed or report.skipped) and not \
+                getattr(self._store, "prunes_vectors_on_delete", False):
             self._store.prune_vectors()
         recorded = self._store.get_meta("embedder")
         name = recorded or (self._embedder.name if self._embedder else None)
@@ -211,9 +207,11 @@ class KnowledgeBase:
         or after an edit elsewhere in the file) is never embedded again. Each batch is its
         own transaction: an interrupted run keeps the batches it finished.
         """
-        if not self._store.counts()["chunks"]:
-            return 0  # nothing stored: do not load an embedding model for nothing
-        name = self._embedder_name()
+        name = self._embedder.name if self._embedder else self._store.get_meta("embedder")
+        if name is None:
+            if not self._store.count_pending(None):
+                return 0  # nothing stored: do not load an embedding model for nothing
+            name = self.embedder.name
         pending = self._store.pending_texts(name)
         if not pending:
             return 0
@@ -294,7 +292,8 @@ class KnowledgeBase:
         info = self.document(doc_id)
         if info is None or not self._store.remove_document(info.path):
             return False
-        self._store.prune_vectors()
+        if not getattr(self._store, "prunes_vectors_on_delete", False):
+            self._store.prune_vectors()
         return True
 
     def passages(self, doc_id: int, offset: int = 0, limit: int | None = None) -> list[Passage]:

@@ -38,8 +38,8 @@ class DenseIndex:
         self._gram: np.ndarray | None = None
         self._missing: np.ndarray | None = None
         self._missing_n = 0
-        self.ann = None  # optional approximate index (ann.py) over the base rows
-        self.uncovered = np.zeros(0, dtype=np.int64)  # saved rows with a vector not in it
+        self.ann = None  # optional approximate index (ann.GraphSet) over saved rows
+        self.uncovered = np.zeros(0, dtype=np.int64)  # saved rows with a vector in no graph
 
     def __len__(self) -> int:
         return self._count
@@ -203,12 +203,7 @@ class DenseIndex:
 
     def moments_of(self, query: np.ndarray) -> tuple[float, float]:
         """(mean, std) of the query's cosine over all vectors, in closed form."""
-        if not self._count:
-            return 0.0, 0.0
-        q = np.asarray(query, dtype=np.float64)
-        mean = float(self._sum @ q) / self._count
-        variance = float(q @ self._gram @ q) / self._count - mean * mean
-        return mean, max(variance, 0.0) ** 0.5
+        return closed_form_moments(self._sum, self._gram, self._count, query)
 
     def best_rows(self, scores: np.ndarray, count: int) -> np.ndarray:
         """The `count` rows with a vector that score highest in a row_scores vector."""
@@ -221,9 +216,34 @@ class DenseIndex:
         if self.ann is None:
             return self.best_rows(self.row_scores(query, n_rows), count)
         extra = self._extra_rows.view
-        rows = np.concatenate([self.ann.search(query, count), self.uncovered, extra])
+        outside = np.union1d(self.uncovered, extra) if len(extra) else self.uncovered
+        outside = outside[outside < n_rows]
+        outside = outside[self._valid(outside)]
+        if len(outside) > count:  # many rows in no graph yet (a long ingest): their best
+            outside = outside[top_k(self._exact_scores(outside, query), count)]
+        rows = self.ann.search(query, count)
         rows = rows[rows < n_rows]
-        return np.unique(rows[self._valid(rows)])
+        return np.union1d(rows[self._valid(rows)], outside)
+
+    def _exact_scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Cosines of these rows, gathered in blocks (bounded memory for any count)."""
+        out = np.empty(len(rows), dtype=np.float32)
+        for start in range(0, len(rows), 16 * BLOCK_ROWS):
+            part = rows[start:start + 16 * BLOCK_ROWS]
+            out[start:start + len(part)] = dot_rows(self.gather(part), query)
+        return out
+
+
+def closed_form_moments(total: np.ndarray | None, gram: np.ndarray | None, count: int,
+                        query: np.ndarray) -> tuple[float, float]:
+    """(mean, std) of the query's cosine over `count` vectors with this sum and Gram matrix
+    (float64): mean = mu.q, var = q.G.q / n - mean^2."""
+    if not count:
+        return 0.0, 0.0
+    q = np.asarray(query, dtype=np.float64)
+    mean = float(total @ q) / count
+    variance = float(q @ gram @ q) / count - mean * mean
+    return mean, max(variance, 0.0) ** 0.5
 
 
 def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = None

@@ -20,3 +20,9 @@ class Block:
 class Extracted:
     title: str
     blocks: list[Block]
+
+
+def is_url(value: object) -> bool:
+    """An http(s) URL to ingest as a web page (here, not in web_pages.py, so that telling
+    paths from URLs does not import httpx: a search-only process never needs it)."""
+    return isinstance(value, str) and value.lower().startswith(("http://", "https://"))

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .chunking import chunk_blocks
-from .extract_types import Extracted, UnreadableFile
+from .extract_types import Extracted, UnreadableFile, is_url  # noqa: F401 (re-exported)
 from .types import IngestReport, SkippedFile
 
 MAX_PAGE_BYTES = 20 * 1024 * 1024
@@ -32,10 +32,6 @@ MAX_PAGES = 1000                 # pages taken from one sitemap
 TIMEOUT_S = 20.0
 USER_AGENT = "agentmodes-ingest (+https://pypi.org/project/agentmodes/)"
 Progress = Callable[[str, int, int, str], None]
-
-
-def is_url(value: object) -> bool:
-    return isinstance(value, str) and value.lower().startswith(("http://", "https://"))
 
 
 @dataclass(slots=True)

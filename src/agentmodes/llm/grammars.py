@@ -68,6 +68,31 @@ def step_grammar(mode: str, tools: Iterable[str]) -> str:
     return "\n".join(rules) + "\n"
 
 
+MAX_COMMAND_CHARS = 120     # one environment command ("put mug 1 in/on coffeemachine 1")
+
+
+def command_grammar(mode: str) -> str:
+    """The step grammar in a text environment (ALFWorld), where the ACTION is a free-text
+    command and the game, not a FINAL ANSWER, ends the episode: ReAct's THOUGHT is optional
+    (the ReAct paper's thoughts are sparse), ReflAct's REFLECTION comes before every command
+    (the ReflAct paper's format), ACT writes the command alone."""
+    mode = (mode or "").lower()
+    if mode not in STEP_MODES:
+        raise ConfigError(f"no step grammar for mode {mode!r}; known: {', '.join(STEP_MODES)}")
+    action = '"ACTION: " command'
+    if mode == "act":
+        root = f"root ::= {action}"
+    else:
+        label = REASONING_LABELS[mode]
+        reasoning = f'"{label}: " reasoning "\\n"'
+        root = f"root ::= ({reasoning})? {action}" if mode == "react" else \
+            f"root ::= {reasoning} {action}"
+    rules = [root, "command ::= [a-z] [^\\n]{0,%d}" % (MAX_COMMAND_CHARS - 1)]
+    if mode != "act":
+        rules.append(_line("reasoning", MAX_REASONING_CHARS))
+    return "\n".join(rules) + "\n"
+
+
 def _tool_names(tools: Iterable[str]) -> list[str]:
     names: list[str] = []
     for name in tools:

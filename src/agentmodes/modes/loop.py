@@ -145,7 +145,7 @@ class Episode(AnswerWriter):
                 step, call_id = yield from self._step(it)
             except LLMError as err:
                 log.warning("%s: LLM call failed in iteration %d: %s", spec.name, it, err)
-                if not len(self.book):
+                if not self._gathered():
                     raise                               # nothing gathered: a clear error
                 yield {"status": "error", "iteration": it, "message": str(err)}
                 reason = "llm_error"
@@ -268,7 +268,7 @@ class Episode(AnswerWriter):
         text = "".join(parts)
         step = None
         if not calls or "ANSWER" in text.upper():     # a final answer wins over a tool call
-            step = parse_step(text, reflact=self.spec.reflact_labels, tools=self.tool_names)
+            step = self._parse(text)
         if calls and (step is None or step.final_answer is None):
             call_id, name, arguments = calls[min(calls)]
             call_id = call_id or f"call_{it}"
@@ -283,6 +283,14 @@ class Episode(AnswerWriter):
             yield from self._reasoning_event(step, it, self.last_usage)
         self.messages.append({"role": "assistant", "content": step.text})
         return step, None
+
+    def _parse(self, text: str) -> Step:
+        """One reply as a Step (an environment episode reads ACTIONs as its commands)."""
+        return parse_step(text, reflact=self.spec.reflact_labels, tools=self.tool_names)
+
+    def _gathered(self) -> bool:
+        """Whether an LLM failure can end the run with what it has (else it is raised)."""
+        return bool(len(self.book))
 
     def _route(self, router: SectionRouter, chunk: str, it: int, state: dict,
                final: bool = False) -> Iterator[Event]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ..errors import AgentModesError
 from ..events import Event, Usage, final_event, status
@@ -69,7 +69,9 @@ class Reflexion:
 
     def __init__(self, llm: ChatModel, actor: Actor, evaluator: Any, *, max_trials: int = 3,
                  memory: Any = None, k: int = DEFAULT_K, language: str = "auto",
-                 reflection_llm: Optional[ChatModel] = None, verbal: bool = True):
+                 reflection_llm: Optional[ChatModel] = None, verbal: bool = True,
+                 reflection_prompt: Optional[Callable[[str, Attempt, Evaluation, list[str]],
+                                                      str]] = None):
         if max_trials < 1:
             raise AgentModesError(f"max_trials must be >= 1, got {max_trials}")
         if evaluator is None:
@@ -84,6 +86,9 @@ class Reflexion:
         self.language = language
         self.reflector = reflection_llm or llm
         self.verbal = verbal
+        # The self-reflection query as a benchmark's paper wrote it (ALFWorld: few-shot
+        # reflections, the failed trial, the past plans); default: prompts/selfcorrect.
+        self.reflection_prompt = reflection_prompt
 
     def run(self, task: str, *, eval_task: Any = None, task_key: Optional[str] = None
             ) -> ReflexionResult:
@@ -96,6 +101,14 @@ class Reflexion:
             elapsed_s=done["elapsed_s"], task_key=done["task_key"],
             reflections=done["reflections"], sources=done["sources"],
             run=runs[-1] if runs else None, runs=runs)
+
+    def _reflection_query(self, task: str, lang: str, attempt: Attempt, evaluation: Evaluation,
+                          lessons: list[str]) -> str:
+        if self.reflection_prompt is not None:
+            return self.reflection_prompt(task, attempt, evaluation, lessons)
+        return prompt("self_reflection", lang, task=task.strip(),
+                      trajectory=(attempt.trajectory or attempt.output).strip(),
+                      feedback=evaluation.feedback.strip() or "The attempt failed.")
 
     def stream(self, task: str, *, eval_task: Any = None, task_key: Optional[str] = None,
                _runs: Optional[list] = None) -> Iterator[Event]:
@@ -141,10 +154,8 @@ class Reflexion:
             # Reflect after every failure, the last one too: the lesson is persisted for the
             # next run of this task even when this run has no trial left.
             try:
-                reply = complete(self.reflector, prompt(
-                    "self_reflection", lang, task=task.strip(),
-                    trajectory=(attempt.trajectory or attempt.output).strip(),
-                    feedback=evaluation.feedback.strip() or "The attempt failed."),
+                reply = complete(self.reflector, self._reflection_query(
+                    task, lang, attempt, evaluation, list(lessons)),
                     max_tokens=MAX_REFLECTION_TOKENS)
             except AgentModesError as err:
                 yield status("error", trial=number, message=f"the self-reflection failed: {err}")

@@ -10,7 +10,9 @@
     seg-*/               lexical segments (postings.py), immutable
     dead-G.npy           rows whose chunk was removed
     moments-G.npy        sum and Gram matrix of the vectors (dense.py)
-    ann-G.usearch        approximate nearest-neighbour graph (ann.py), large KBs only
+    ann-G-i.usearch      approximate nearest-neighbour graphs (ann.py), large KBs only;
+                         the manifest's "graphs" lists them (format 1 named one, files.ann)
+    ann-uncovered-G.npy  rows with a vector in no graph yet (scored exactly)
 
 Crash safety: every file is written before the manifest that names it, fsynced, and the
 manifest is replaced by an atomic rename, so a kill at any moment leaves the previous
@@ -43,6 +45,14 @@ def read_manifest(folder: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
+
+
+def graphs_of(manifest: dict) -> list[list]:
+    """[[file name, rows], ...] of a manifest's approximate graphs (format 1 named one)."""
+    if manifest.get("graphs") is not None:
+        return [list(g) for g in manifest["graphs"]]
+    single = (manifest.get("files") or {}).get("ann")
+    return [[single, -1]] if single else []
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:

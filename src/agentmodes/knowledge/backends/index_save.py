@@ -7,6 +7,12 @@ segments, lexical.py) and writes the small per-generation files (dead rows, mome
 approximate graph when there is one). When a quarter of the rows are dead it compacts
 instead: every file is rewritten with the live rows only, renumbered. The manifest is
 written last (index_files.py: why that makes a kill at any point harmless).
+
+Approximate graphs (ann.py) are only built by a save with `build_graphs` (the one at the end
+of an ingest, or a reader repairing a lost index): saves in the middle of a long ingest list
+new vectors as "uncovered", which searches score exactly, so those saves stay as cheap as
+the rows they add. A build gives the uncovered rows a graph of their own; nothing already in
+a graph is rewritten, except when more than MAX_GRAPHS graphs make the two smallest merge.
 """
 
 from __future__ import annotations
@@ -16,16 +22,26 @@ from typing import Any
 
 import numpy as np
 
-from ..ann import ANN_MIN, ApproximateIndex
+from ..ann import ANN_MIN, MAX_GRAPHS, ApproximateIndex
 from ..postings import Segment
 from . import index_files as files
+from .index_files import graphs_of
 
 GATHER_ROWS = 50_000
 UNCOVERED_MAX = 5_000  # new vectors kept out of the graph (scored exactly) until then
 
 
+def graphs_due(manifest: dict, dense: Any) -> bool:
+    """True if a save with build_graphs would build a graph (one is missing or due)."""
+    if not dense.dim or len(dense) < ANN_MIN:
+        return False
+    if not graphs_of(manifest):
+        return True
+    return len(dense.uncovered) + len(dense.extra()[0]) > UNCOVERED_MAX
+
+
 def save_generation(folder: Path, searcher: Any, old: dict, kb_id: str | None,
-                    compact_dead: float) -> dict:
+                    compact_dead: float, build_graphs: bool = True) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     lexical, dense = searcher.lexical, searcher.dense
     generation = int(old.get("generation", 0)) + 1
@@ -54,8 +70,9 @@ def save_generation(folder: Path, searcher: Any, old: dict, kb_id: str | None,
                 "vector_seq": old["vector_seq"], "segments": segments, "base_rows": 0,
                 "dead_count": len(dead), "files": out_files}
     if dense.dim:
-        _save_vectors(folder, dense, keep, len(row_ids), base_before, old_files, out_files,
-                      generation, dead)
+        manifest["graphs"] = _save_vectors(
+            folder, dense, keep, len(row_ids), base_before, old_files, out_files, generation,
+            dead, graphs_of(old) if base_before else [], build_graphs or compact)
         manifest["base_rows"] = len(row_ids)
     if len(dead):
         out_files["dead"] = f"dead-{generation}.npy"
@@ -63,7 +80,8 @@ def save_generation(folder: Path, searcher: Any, old: dict, kb_id: str | None,
     for name, _, _ in segments:
         files.fsync_tree(folder / name)
     files.write_manifest(folder, manifest)
-    referenced = set(out_files.values()) | {name for name, _, _ in segments}
+    referenced = set(out_files.values()) | {name for name, _, _ in segments} | \
+        {name for name, _ in manifest.get("graphs") or []}
     files.remove_unreferenced(folder, {name for name in referenced if name})
     return manifest
 
@@ -92,7 +110,7 @@ def _compacted_segments(lexical: Any, keep: np.ndarray, folder: Path,
 
 def _save_vectors(folder: Path, dense: Any, keep: np.ndarray | None, n_rows: int,
                   base_before: int, old_files: dict, out_files: dict, generation: int,
-                  dead: np.ndarray) -> None:
+                  dead: np.ndarray, old_graphs: list[list], build: bool) -> list[list]:
     dim = dense.dim
     continuing = base_before > 0
     out_files["vectors"] = old_files["vectors"] if continuing else f"vectors-{generation}.f32"
@@ -114,49 +132,78 @@ def _save_vectors(folder: Path, dense: Any, keep: np.ndarray | None, n_rows: int
     sums, gram = dense.moments()
     out_files["moments"] = f"moments-{generation}.npy"
     _save_npy(folder / out_files["moments"], np.vstack([sums[None, :], gram]))
-    if len(dense) >= ANN_MIN:
-        _save_ann(folder, dense, source, n_rows, base_before, late_rows, dead,
-                  old_files if continuing else {}, out_files, generation)
+    return _save_graphs(folder, dense, source, n_rows, base_before, late_rows, dead,
+                        old_graphs, old_files, out_files, generation, build)
 
 
-def _save_ann(folder: Path, dense: Any, source: np.ndarray, n_rows: int, base_before: int,
-              late_rows: np.ndarray, dead: np.ndarray, old_files: dict, out_files: dict,
-              generation: int) -> None:
-    """Extend the saved graph with the new vectors (or build it).
+def _save_graphs(folder: Path, dense: Any, source: np.ndarray, n_rows: int, base_before: int,
+                 late_rows: np.ndarray, dead: np.ndarray, old_graphs: list[list],
+                 old_files: dict, out_files: dict, generation: int, build: bool) -> list[list]:
+    """The graphs of this generation, built or extended as the module docstring says.
 
-    A few new vectors are not worth rewriting the graph for (loading and saving it is O(n)):
-    up to UNCOVERED_MAX of them are listed as "uncovered" instead, and searches score those
-    rows exactly next to the graph's candidates. Dead rows stay in the graph until it is
-    rebuilt; searches drop them (they have no live vector)."""
+    Dead rows stay in a graph until it is merged or the rows are compacted; searches drop
+    them (they have no live vector)."""
     has = dense.has_vector(int(source.max()) + 1 if len(source) else 0)
-    old_name = old_files.get("ann")
-    if old_name:
-        added = np.concatenate([np.arange(base_before, n_rows), late_rows]).astype(np.int64)
-        added = added[has[source[added]]] if len(added) else added
-        previous = np.load(folder / old_files["ann_uncovered"]) \
-            if old_files.get("ann_uncovered") else np.zeros(0, np.int64)
-        uncovered = np.union1d(previous, added)
-        if len(uncovered) <= UNCOVERED_MAX:
-            out_files["ann"] = old_name
-            if len(uncovered):
-                out_files["ann_uncovered"] = f"ann-uncovered-{generation}.npy"
-                _save_npy(folder / out_files["ann_uncovered"], uncovered)
-            return
-        ann = ApproximateIndex.open(folder / old_name, writable=True)
-        ann.remove(dead)
-        new_rows = uncovered
-    else:
-        ann = ApproximateIndex.create(dense.dim)
-        new_rows = np.arange(n_rows)
-    for start in range(0, len(new_rows), GATHER_ROWS):
-        rows = new_rows[start:start + GATHER_ROWS]
-        rows = rows[has[source[rows]]]
-        ann.add(rows, dense.gather(source[rows]))
-    out_files["ann"] = f"ann-{generation}.usearch"
-    ann.save(folder / out_files["ann"])
-    files.fsync_tree(folder / out_files["ann"])
+
+    def with_vector(rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        return rows[has[source[rows]]] if len(rows) else rows
+
+    if not old_graphs:
+        if len(dense) < ANN_MIN or not build:
+            return []  # searched exactly (ANN_MIN), or until the save that builds
+        return [_build_graph(folder, dense, source, with_vector(np.arange(n_rows)),
+                             f"ann-{generation}-0.usearch")]
+    added = np.concatenate([np.arange(base_before, n_rows), late_rows]).astype(np.int64)
+    previous = np.load(folder / old_files["ann_uncovered"]) \
+        if old_files.get("ann_uncovered") else np.zeros(0, np.int64)
+    uncovered = with_vector(np.union1d(previous, added))
+    graphs = [list(g) for g in old_graphs]
+    if build and len(uncovered) > UNCOVERED_MAX:
+        graphs.append(_build_graph(folder, dense, source, uncovered,
+                                   f"ann-{generation}-{len(graphs)}.usearch"))
+        uncovered = uncovered[:0]
+        graphs = _merge_smallest(folder, dense, graphs, has, dead, generation)
+    if len(uncovered):
+        out_files["ann_uncovered"] = f"ann-uncovered-{generation}.npy"
+        _save_npy(folder / out_files["ann_uncovered"], uncovered)
+    return graphs
 
 
+def _build_graph(folder: Path, dense: Any, source: np.ndarray, rows: np.ndarray,
+                 name: str) -> list:
+    ann = ApproximateIndex.create(dense.dim)
+    _add_rows(ann, dense, source, rows)
+    return _write_graph(folder, ann, name)
+
+
+def _add_rows(ann: ApproximateIndex, dense: Any, source: np.ndarray, rows: np.ndarray) -> None:
+    for start in range(0, len(rows), GATHER_ROWS):
+        part = rows[start:start + GATHER_ROWS]
+        ann.add(part, dense.gather(source[part]))
+
+
+def _write_graph(folder: Path, ann: ApproximateIndex, name: str) -> list:
+    ann.save(folder / name)
+    files.fsync_tree(folder / name)
+    return [name, len(ann)]
+
+
+def _merge_smallest(folder: Path, dense: Any, graphs: list[list], has: np.ndarray,
+                    dead: np.ndarray, generation: int) -> list[list]:
+    """Merge the two smallest graphs while there are more than MAX_GRAPHS: the smaller's
+    live rows are added to a writable copy of the larger, which drops its dead rows."""
+    while len(graphs) > MAX_GRAPHS:
+        order = sorted(range(len(graphs)), key=lambda i: graphs[i][1])
+        small, large = graphs[order[0]], graphs[order[1]]
+        target = ApproximateIndex.open(folder / large[0], writable=True)
+        target.remove(dead)
+        rows = ApproximateIndex.open(folder / small[0]).rows()
+        rows = rows[has[rows]]  # no merge during a compaction: rows are the in-memory ones
+        _add_rows(target, dense, np.arange(len(has)), rows)
+        merged = _write_graph(folder, target, f"ann-{generation}-m{len(graphs)}.usearch")
+        graphs = [g for i, g in enumerate(graphs) if i not in order[:2]] + [merged]
+    return graphs
 def _save_npy(path: Path, array: np.ndarray) -> None:
     with open(path, "wb") as handle:
         np.save(handle, array)

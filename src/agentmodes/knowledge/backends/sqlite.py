@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from ...errors import KnowledgeBaseError
+from ...private_files import create_private_file, private_dir
 from ..chunking import Chunk
 from . import sqlite_schema as schema
+from . import sqlite_vectors as bookkeeping
 from .sqlite_index import PersistedIndex
 from .rows import ChunkRow, DocumentRow
 
@@ -53,6 +55,10 @@ def _locked_message(path: Path) -> str:
 
 class SQLiteBackend:
     """One connection to one KB file, safe to share between threads (calls are serialised)."""
+
+    # A deleted or replaced document's vectors go in its own transaction (sqlite_vectors.py),
+    # so KnowledgeBase need not sweep every vector after an ingest.
+    prunes_vectors_on_delete = True
 
     def __init__(self, path: Path, *, create: bool = True, busy_timeout: float = 5.0) -> None:
         self.path = path
@@ -239,6 +245,7 @@ class SQLiteBackend:
             if row and row[1] == content_hash and not force:
                 conn.execute("UPDATE documents SET mtime=?, size=? WHERE id=?", (mtime, size, row[0]))
                 return "unchanged"
+            old_hashes = bookkeeping.hashes_of_document(conn, row[0]) if row else []
             if row:
                 conn.execute("DELETE FROM documents WHERE id=?", (row[0],))
             cursor = conn.execute(
@@ -250,12 +257,18 @@ class SQLiteBackend:
                 "VALUES(?, ?, ?, ?, ?, ?)",
                 [(doc_id, c.position, c.title, json.dumps(c.heading_path, ensure_ascii=False),
                   c.text, c.text_hash) for c in chunks])
+            bookkeeping.prune_hashes(conn, old_hashes)
             self._bump_revision()
             return "updated" if row else "added"  # forced re-extraction counts as updated
 
     def remove_document(self, path: str) -> bool:
         with self.transaction() as conn:
-            deleted = conn.execute("DELETE FROM documents WHERE path=?", (path,)).rowcount
+            row = conn.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
+            if row is None:
+                return False
+            old_hashes = bookkeeping.hashes_of_document(conn, row[0])
+            deleted = conn.execute("DELETE FROM documents WHERE id=?", (row[0],)).rowcount
+            bookkeeping.prune_hashes(conn, old_hashes)
             if deleted:
                 self._bump_revision()
             return bool(deleted)
@@ -297,24 +310,27 @@ class SQLiteBackend:
     # --- embeddings ---------------------------------------------------------------------
 
     def pending_texts(self, embedder: str) -> list[tuple[str, int]]:
-        """(text hash, one chunk id carrying it) for every indexed text without a vector."""
-        return self._query(
-            "SELECT c.text_hash, MIN(c.id) FROM chunks c LEFT JOIN embeddings e "
-            "ON e.embedder = ? AND e.text_hash = c.text_hash WHERE e.text_hash IS NULL "
-            "GROUP BY c.text_hash ORDER BY MIN(c.id)", (embedder,))
+        """(text hash, one chunk id carrying it) for every indexed text without a vector
+        (only chunks above the embedded watermark are looked at: sqlite_vectors.py)."""
+        with self.transaction() as conn:
+            bookkeeping.advance(conn, embedder)
+            return bookkeeping.pending_texts(conn, embedder)
 
     def count_pending(self, embedder: str | None) -> int:
         if embedder is None:
             return self._query("SELECT COUNT(*) FROM chunks")[0][0]
-        return self._query(
-            "SELECT COUNT(*) FROM chunks c LEFT JOIN embeddings e ON e.embedder = ? AND "
-            "e.text_hash = c.text_hash WHERE e.text_hash IS NULL", (embedder,))[0][0]
+        with self._lock:
+            try:
+                return bookkeeping.count_pending(self._conn, embedder)
+            except sqlite3.DatabaseError as err:
+                raise self._error(err) from None
 
     def put_vectors(self, embedder: str, hashes: list[str], vectors: np.ndarray) -> None:
         blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
         with self.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO embeddings(embedder, text_hash, vector) "
                              "VALUES(?, ?, ?)", [(embedder, h, b) for h, b in zip(hashes, blobs)])
+            bookkeeping.advance(conn, embedder)
             self._bump_revision()
 
     def vector_keys(self, embedder: str) -> dict[int, str]:
@@ -346,7 +362,9 @@ class SQLiteBackend:
 
     def prune_vectors(self) -> int:
         """Forget vectors whose text no chunk has any more (edited or deleted text), so the
-        file does not grow with every edit; text still in use keeps its cached vector."""
+        file does not grow with every edit; text still in use keeps its cached vector.
+        A full sweep: deletes prune their own vectors already (prunes_vectors_on_delete), this
+        catches what files written by older versions left behind."""
         with self.transaction() as conn:
             return conn.execute("DELETE FROM embeddings WHERE text_hash NOT IN "
                                 "(SELECT text_hash FROM chunks)").rowcount
@@ -355,6 +373,7 @@ class SQLiteBackend:
         """Forget vectors of other embedders (after a re-index they can never be used)."""
         with self.transaction() as conn:
             conn.execute("DELETE FROM embeddings WHERE embedder IS NOT ?", (embedder,))
+            bookkeeping.forget_other_watermarks(conn, embedder)
             self._bump_revision()
 
     # --- statistics and integrity -------------------------------------------------------
@@ -400,7 +419,8 @@ def _check_file(path: Path, create: bool) -> None:
             raise KnowledgeBaseError(
                 f"no knowledge base at {path}; create one with `agentmodes ingest PATH --kb {path}`")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
+            create_private_file(path)       # owner-only: chunk text is the user's data
         except OSError as err:
             raise KnowledgeBaseError(f"cannot create knowledge base {path}: {err.strerror}") from None
         return

@@ -37,6 +37,7 @@ from ..chunking import index_text
 from ..live_index import LazyEmbedder
 from ..postings import Segment
 from . import index_files as files
+from .index_files import graphs_of
 
 if TYPE_CHECKING:
     from ..embedders import Embedder
@@ -86,23 +87,26 @@ class PersistedIndex:
             self._sync()
             self._revision = revision
             if self._replayed >= REPLAY_SAVE_ROWS or (self._rebuilt and self._replayed):
-                self.checkpoint(wait=0.0)  # repair once, not in every process that opens it
+                # Repair once, not in every process that opens it; a search process builds
+                # approximate graphs only when nothing usable was saved (index_save.py).
+                self._save_locked(wait=0.0, build_graphs=self._rebuilt)
             return self._searcher
 
     def checkpoint(self, wait: float = 5.0, *, due: bool = False) -> bool:
         """Save what the KB gained since the saved index (True if saved or nothing to do).
         `due=True`: only if the last save is SAVE_EVERY_S old (called during an ingest)."""
-        if due and (time.monotonic() - self._saved_at < SAVE_EVERY_S or (
-                self._searcher is not None and self._searcher.dense.ann is not None)):
-            # With an approximate graph (1M-chunk KBs) every save rewrites it: only the save
-            # at the end of an ingest does; after a kill, the next open replays and saves.
+        if due and time.monotonic() - self._saved_at < SAVE_EVERY_S:
             return True
+        # Saves during an ingest leave approximate graphs to the one at its end (index_save.py)
+        return self._save_locked(wait, build_graphs=not due)
+
+    def _save_locked(self, wait: float, build_graphs: bool) -> bool:
         with self._lock, files.writer_lock(self.folder, wait) as locked:
             if not locked:
                 return False  # another process is saving; it includes our rows
             self._sync()
-            if self._unsaved():
-                self._save()
+            if self._unsaved() or (build_graphs and self._graphs_due()):
+                self._save(build_graphs)
             self._saved_at = time.monotonic()
             return True
 
@@ -190,8 +194,11 @@ class PersistedIndex:
             if name and not (self.folder / name).exists():
                 return f"{name} is missing"
         for name, _, _ in manifest["segments"]:
-            if not (self.folder / name).is_dir():
+            if not (self.folder / name).exists():
                 return f"segment {name} is missing"
+        for name, _ in graphs_of(manifest):
+            if not (self.folder / name).is_file():
+                return f"{name} is missing"
         return None
 
     def _open_saved(self, searcher: Any, manifest: dict) -> None:
@@ -210,10 +217,12 @@ class PersistedIndex:
             has[dead[dead < base_rows]] = False
             moments = np.load(folder / names["moments"])
             searcher.dense.load(base, has, (moments[0], moments[1:]))
-            if names.get("ann"):
-                from ..ann import ApproximateIndex
+            graphs = graphs_of(manifest)
+            if graphs:
+                from ..ann import ApproximateIndex, GraphSet
 
-                searcher.dense.ann = ApproximateIndex.open(folder / names["ann"])
+                searcher.dense.ann = GraphSet([ApproximateIndex.open(folder / name)
+                                               for name, _ in graphs])
                 if names.get("ann_uncovered"):
                     searcher.dense.uncovered = np.load(folder / names["ann_uncovered"])
         self._manifest = dict(manifest)
@@ -293,11 +302,16 @@ class PersistedIndex:
                 or len(lexical.dead_rows()) != m.get("dead_count", 0)
                 or m.get("kb_id") != self._backend.get_meta("kb_id"))
 
-    def _save(self) -> None:
+    def _graphs_due(self) -> bool:
+        from .index_save import graphs_due
+
+        return graphs_due(self._manifest, self._searcher.dense)
+
+    def _save(self, build_graphs: bool = True) -> None:
         from .index_save import save_generation
 
         manifest = save_generation(self.folder, self._searcher, self._manifest,
-                                   self._backend.get_meta("kb_id"), COMPACT_DEAD)
+                                   self._backend.get_meta("kb_id"), COMPACT_DEAD, build_graphs)
         self._backend.prune_change_log(manifest["removed_seq"], manifest["vector_seq"])
         self._load(manifest, manifest["space"])  # map what was written, free the memory
         self._replay()
