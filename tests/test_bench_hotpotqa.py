@@ -136,3 +136,18 @@ def test_gold_context_cli_bad_input(tmp_path):
                                "--out", str(tmp_path)], capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_gold_in_answer_tells_a_wrapped_answer_from_a_wrong_one():
+    from agentmodes.bench.hotpotqa import em_report
+
+    records = [{"task_id": "a", "variant": "cot", "gold": "Sam Boyd Stadium", "em": False,
+                "f1": 0.3, "answer": "Kent Baer coaches at a stadium called Sam Boyd Stadium."},
+               {"task_id": "b", "variant": "cot", "gold": "Tybalt", "em": False, "f1": 0.0,
+                "answer": "Benvolio"},
+               {"task_id": "c", "variant": "cot", "gold": "1988", "error": "timeout"}]
+    report = em_report("hotpotqa", records, ["cot"], {})
+    assert report.rows[0]["em"] == 0.0
+    assert report.rows[0]["gold_in_answer"] == 0.3333              # errors count as misses
+    assert [t["gold_in_answer"] for t in report.tasks] == [True, False, False]
+    assert "gold in answer" in [c.label for c in report.columns]

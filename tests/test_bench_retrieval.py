@@ -1,7 +1,9 @@
-"""Smoke run of `agentmodes bench retrieval` on a slice of the shared data, fake embedder."""
+"""Smoke run of `agentmodes bench retrieval` on a slice of the shared data, fake embedder; and
+the same corpus searched through real SQLite and PostgreSQL KBs (`--backends`)."""
 
 import json
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -9,7 +11,9 @@ from agentmodes.bench.beir import load_dataset
 from agentmodes.bench.metrics import mrr_at_k, ndcg_at_k, recall_at_k
 from agentmodes.bench.retrieval import run_retrieval
 from agentmodes.cli.main import _register, app
+from pg_support import pg_server, pg_url  # noqa: F401
 from search_fakes import HashingEmbedder
+from test_kb_cli import assert_one_line_error, run_cli
 
 SYSTEMS = {"ours lexical", "ours semantic", "ours hybrid", "bm25s+stem", "rank-bm25",
            "numpy dense", "plain RRF"}
@@ -59,3 +63,29 @@ def test_cli_rejects_bad_scale_sizes_with_one_line():
     result = CliRunner().invoke(app, ["bench", "scale", "--sizes", "ten", "--out", "/tmp/x"])
     assert result.exit_code != 0
     assert "sizes must be comma-separated chunk counts" in result.output
+
+
+def test_bench_retrieval_searches_through_both_backends_side_by_side(pg_url, tmp_path):
+    try:
+        load_dataset("xquad-en")
+    except Exception as err:  # the shared data folder is part of the workplace
+        pytest.skip(f"shared data not available: {err}")
+    results = run_retrieval(["xquad-en"], HashingEmbedder(), tmp_path / "out", limit=3,
+                            cache_dir=tmp_path / "cache", progress=lambda msg: None,
+                            backends=["sqlite", "postgresql"], kb_url=pg_url)
+    rows = {row["system"]: row for row in results["datasets"][0]["systems"]}
+    for mode in ("lexical", "semantic", "hybrid"):
+        memory = rows[f"ours {mode}"]["ndcg@10"]
+        assert rows[f"ours {mode} (sqlite)"]["ndcg@10"] == pytest.approx(memory, abs=1e-9)
+        assert rows[f"ours {mode} (postgresql)"]["ndcg@10"] == pytest.approx(memory, abs=0.01)
+    md = (tmp_path / "out" / "retrieval.md").read_text(encoding="utf-8")
+    assert "## storage backends (nDCG@10)" in md and "| xquad-en | hybrid |" in md
+    with psycopg.connect(pg_url) as conn:                 # the benchmark's KBs are dropped
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE "
+                            "'kb\\_bench%%'").fetchone()[0] == 0
+
+
+def test_bench_retrieval_refuses_an_unknown_backend_in_one_line(tmp_path):
+    result = run_cli("bench", "retrieval", "--backends", "sqlite,oracle", "--out",
+                     str(tmp_path))
+    assert_one_line_error(result, "--backends takes sqlite and/or postgresql")

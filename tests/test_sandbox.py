@@ -17,7 +17,7 @@ import pytest
 from agentmodes.tools.sandbox import SandboxError, SandboxLimits, isolation_level, run_python
 from agentmodes.tools.sandbox.runner import CHILD
 
-ISOLATED = isolation_level() == "namespaces"
+ISOLATED = isolation_level().startswith("namespaces")
 needs_namespaces = pytest.mark.skipif(not ISOLATED, reason="needs root + unshare (namespaces)")
 
 
@@ -305,7 +305,7 @@ def test_ordinary_user_gets_user_namespace_isolation():
                           capture_output=True, text=True, timeout=120, cwd="/")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["level"] == "userns"
+    assert report["level"].startswith("userns+")
     assert report["net"]["stdout"] == "blocked\n" and not report["net"]["passed"]
     assert "Network is unreachable" in report["net"]["stderr"]
     assert report["bomb"]["timed_out"] and report["ok"] == "7\n"

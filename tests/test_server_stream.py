@@ -84,8 +84,10 @@ def _slow_service(tmp_path):
 
 
 def _assistant_messages(service):
+    """Finished answers (a run's row is `running` until it ends)."""
     convs = service.list_conversations("default")
-    return [m for c in convs for m in service.messages(c.id) if m.role == "assistant"]
+    return [m for c in convs for m in service.messages(c.id)
+            if m.role == "assistant" and m.status != "running"]
 
 
 def _wait_for(predicate, timeout=10.0):

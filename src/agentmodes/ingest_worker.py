@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from .errors import AgentModesError, ConfigError
 from .store.job_queue import DEFAULT_LEASE_SECONDS, Claim
+from .store.runs import process_alive
 
 log = logging.getLogger("agentmodes.jobs")
 PROGRESS_EVERY = 0.5          # seconds between progress writes (the last one always goes)
@@ -45,18 +46,8 @@ class JobLost(Exception):
     """Our lease on the job ran out and another worker owns it now."""
 
 
-def owner_alive(owner: Optional[str]) -> bool:
-    """Whether the process named host:pid may still run (other hosts: assume so)."""
-    host, _, pid = (owner or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+# Whether the process named host:pid may still run (other hosts: assume so).
+owner_alive = process_alive
 
 
 class IngestWorker:

@@ -6,12 +6,16 @@ ChatbotSettings or a per-message override); follow-up questions see a bounded wi
 conversation's recent turns; every answer is stored with its agent_trace, stream_metadata,
 token usage and timings — also when the client goes away mid-answer (status `cancelled`)
 or the run fails (status `error`), so nothing the user saw is lost.
+
+Conversations belong to whoever started them (a `Principal`: a user, an environment key or
+the local operator; service_access.py): others cannot list, read or continue them.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import threading
 from pathlib import Path
@@ -21,21 +25,24 @@ from pydantic import ValidationError
 
 from .chat_trace import TraceRecorder
 from .errors import AgentModesError, ConfigError
+from .secret_settings import keep_masked_secrets, public_settings  # noqa: F401 (re-exported)
 from .events import Event
 from .ingest_worker import IngestWorker
+from .private_files import private_dir
 from .review_pass import review_answer
 from .settings import ChatbotSettings
 from .structured_answer import check_schema, schema_of, structure_answer
 from .store.chat import (Chatbot, ChatStore, ChatStoreError, ConflictError, Conversation,
-                         IngestJob, StoredMessage)
+                         IngestJob, StoredMessage, this_process)
+from .service_access import UsersAndOwners
 from .store.urls import is_postgres, kb_url
+from .store.users import Principal
 
 log = logging.getLogger("agentmodes.service")
 
 LLMFactory = Callable[[], Any]
 AgentFactory = Callable[..., Any]        # (llm=, knowledge=, settings=) -> agent with .stream
 KBOpener = Callable[[str], Any]          # path -> KnowledgeBase
-SECRET_SETTINGS = ("tavily_api_key",)
 IN_CHAT_DATABASE = "chat-database:"     # kb_path of a KB kept inside the chat database
 MAX_REFLECTION_ROUNDS = 3
 
@@ -48,17 +55,6 @@ def _default_agent_factory(**kwargs: Any) -> Any:
 def _default_kb_opener(path: str) -> Any:
     from .knowledge.base import KnowledgeBase
     return KnowledgeBase.open(path)
-
-
-def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Settings as shown to clients and written to logs: secrets are masked (also the
-    headers and environment of MCP servers, which carry their tokens)."""
-    shown = {k: ("***" if k in SECRET_SETTINGS and v else v) for k, v in settings.items()}
-    if shown.get("mcp_servers"):
-        shown["mcp_servers"] = [
-            {**server, **{key: {name: "***" for name in server.get(key) or {}}
-                          for key in ("headers", "env")}} for server in shown["mcp_servers"]]
-    return shown
 
 
 def validate_settings(settings: dict[str, Any] | ChatbotSettings | None) -> ChatbotSettings:
@@ -79,7 +75,7 @@ def validate_settings(settings: dict[str, Any] | ChatbotSettings | None) -> Chat
     return valid
 
 
-class AgentChatService:
+class AgentChatService(UsersAndOwners):
     """Chatbots, conversations and runs. Thread-safe: runs happen in worker threads."""
 
     def __init__(self, store: ChatStore, *, llm_factory: LLMFactory,
@@ -133,12 +129,34 @@ class AgentChatService:
     def _new_kb_location(self, bot: Chatbot) -> str:
         """Each chatbot gets its own knowledge base: in the chat database itself when that
         is PostgreSQL (recorded as `IN_CHAT_DATABASE` + name, so that every worker opens it
-        with its own connection string), else a file next to the chat database."""
+        with its own connection string), else a file next to the chat database. Files left
+        at its paths (a delete that crashed half-way, a database from before ids were never
+        reused) belong to an earlier chatbot: the new one must not inherit them."""
         if is_postgres(self.store.location or ""):
             return f"{IN_CHAT_DATABASE}chatbot-{bot.id}"
-        path = self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self._own_kb_path(bot)
+        self._remove_files(bot, str(path))
+        private_dir(path.parent)
         return str(path)
+
+    def _own_kb_path(self, bot: Chatbot) -> Path:
+        return self.data_dir / "kbs" / f"chatbot-{bot.id}.db"
+
+    def _remove_files(self, bot: Chatbot, kb_path: Optional[str]) -> None:
+        """Delete the chatbot's upload folder, and its KB file if the service made it (a KB
+        given with `serve --kb` is the user's own file and stays)."""
+        shutil.rmtree(self.data_dir / "uploads" / f"chatbot-{bot.id}", ignore_errors=True)
+        if kb_path is None or Path(kb_path) != self._own_kb_path(bot):
+            return
+        self._forget_kb(kb_path)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(kb_path + suffix).unlink(missing_ok=True)
+
+    def _forget_kb(self, kb_path: str) -> None:
+        with self._kb_lock:
+            kb = self._kbs.pop(kb_path, None)
+        if kb is not None and hasattr(kb, "close"):
+            kb.close()
 
     def kb_location(self, kb_path: str) -> str:
         """Where a recorded kb_path is: a file, a URL, or a KB inside the chat database."""
@@ -172,8 +190,7 @@ class AgentChatService:
         merged = None
         if settings is not None or language:
             # A masked secret sent back unchanged by a client keeps the stored value.
-            incoming = {k: v for k, v in (settings or {}).items()
-                        if not (k in SECRET_SETTINGS and v == "***")}
+            incoming = keep_masked_secrets(current.settings, settings or {})
             if language:
                 incoming["language"] = language
             merged = validate_settings({**current.settings, **incoming}).model_dump()
@@ -181,22 +198,18 @@ class AgentChatService:
                                          language=merged["language"] if merged else None)
 
     def delete_chatbot(self, name: str) -> None:
-        """Delete the chatbot with its conversations, documents and jobs; a KB the service
-        made for it inside the chat database goes too (a KB given by path or URL stays)."""
+        """Delete the chatbot with its conversations, documents, jobs and upload folder; the
+        KB the service made for it goes too (a KB given by path or URL stays)."""
         bot = self.store.get_chatbot(name)
         self.store.delete_chatbot(name)
+        self._remove_files(bot, bot.kb_path)
         if bot.kb_path and bot.kb_path.startswith(IN_CHAT_DATABASE):
-            with self._kb_lock:
-                kb = self._kbs.pop(bot.kb_path, None)
-            if kb is not None and hasattr(kb, "close"):
-                kb.close()
+            self._forget_kb(bot.kb_path)
             from .knowledge.backends.postgres_schema import drop_kb
             drop_kb(self.kb_location(bot.kb_path))
 
     def upload_dir(self, bot: Chatbot) -> Path:
-        path = self.data_dir / "uploads" / f"chatbot-{bot.id}"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return private_dir(self.data_dir / "uploads" / f"chatbot-{bot.id}")
 
     def knowledge(self, bot: Chatbot) -> Any:
         """The chatbot's knowledge base, opened once per process and shared by its runs."""
@@ -207,22 +220,6 @@ class AgentChatService:
             if kb is None:
                 kb = self._kbs[bot.kb_path] = self.kb_opener(self.kb_location(bot.kb_path))
             return kb
-
-    # conversations ----------------------------------------------------------------------
-    def start_conversation(self, chatbot: str, title: str = "") -> Conversation:
-        return self.store.create_conversation(self.store.get_chatbot(chatbot), title)
-
-    def list_conversations(self, chatbot: Optional[str] = None, *, limit: int = 100,
-                           offset: int = 0) -> list[Conversation]:
-        bot = self.store.get_chatbot(chatbot) if chatbot else None
-        return self.store.list_conversations(bot, limit=limit, offset=offset)
-
-    def get_conversation(self, conversation_id: str) -> Conversation:
-        return self.store.get_conversation(conversation_id)
-
-    def messages(self, conversation_id: str) -> list[StoredMessage]:
-        self.store.get_conversation(conversation_id)
-        return self.store.list_messages(conversation_id)
 
     def history(self, conversation_id: str) -> list[dict[str, str]]:
         """The recent turns a follow-up question sees: complete messages only, oldest first."""
@@ -240,7 +237,8 @@ class AgentChatService:
 
     def stream(self, chatbot: str, query: str, *, conversation_id: Optional[str] = None,
                mode: Optional[str] = None, history: Optional[list[dict]] = None,
-               reflect: int = 0, response_format: Optional[dict] = None) -> Iterator[Event]:
+               reflect: int = 0, response_format: Optional[dict] = None,
+               user: Optional[Principal] = None) -> Iterator[Event]:
         """Run one question and yield its events; the answer is stored before `done` is yielded.
 
         Closing the generator early (client gone) closes the agent's stream — and with it
@@ -248,7 +246,8 @@ class AgentChatService:
         the stored conversation (the OpenAI-compatible API sends its own). `reflect` > 0
         adds that many Reflection rounds (critique, refine) over the mode's answer.
         `response_format` (OpenAI's json_object / json_schema) turns the final answer into
-        JSON of that shape (structured_answer.py); it is what is stored and yielded.
+        JSON of that shape (structured_answer.py); it is what is stored and yielded. `user`
+        owns a new conversation and may only continue its own (admins: any).
         """
         if not 0 <= reflect <= MAX_REFLECTION_ROUNDS:
             raise ConfigError(f"reflect takes 0 to {MAX_REFLECTION_ROUNDS} rounds, not {reflect}")
@@ -260,12 +259,13 @@ class AgentChatService:
         bot = self.store.get_chatbot(chatbot)
         settings = self.settings_for(bot, mode)
         if conversation_id:
-            conv = self.store.get_conversation(conversation_id)
+            conv = self.get_conversation(conversation_id, user=user)
             if conv.chatbot_id != bot.id:
                 raise ChatStoreError(f"conversation {conversation_id!r} belongs to chatbot "
                                      f"{conv.chatbot!r}, not {bot.name!r}")
         else:
-            conv = self.store.create_conversation(bot, title=query[:80])
+            conv = self.store.create_conversation(bot, title=query[:80],
+                                                  owner=user.owner if user else None)
         if history is None:
             history = self.history(conv.id)
         return self._run(bot, settings, conv, query, history, reflect, response_format)
@@ -277,9 +277,12 @@ class AgentChatService:
         events: Optional[Iterator[Event]] = None
         outcome, error = "cancelled", None
         stored: Optional[StoredMessage] = None
-        # The question is stored when its run starts, so that a run that never starts (the
-        # client left at once) leaves no question without an answer.
+        # The question and a `running` answer row are stored when the run starts: a run that
+        # never starts (the client left at once) leaves no question without an answer, and a
+        # process killed mid-answer leaves a row the next start marks as failed.
         self.store.add_message(conv.id, "user", query)
+        answer = self.store.add_message(conv.id, "assistant", "", status="running",
+                                        mode=settings.agent_mode, worker=this_process())
         try:
             _log_route(bot.name, settings, reflect)
             llm = self.llm_factory()
@@ -300,7 +303,7 @@ class AgentChatService:
                     event = structure_answer(llm, query, event, response_format)
                 recorder.add(event)
                 if event.get("done"):
-                    stored = self._save(conv, recorder, "complete")
+                    stored = self._save(answer.id, recorder, "complete")
                     event = {**event, "conversation_id": conv.id, "message_id": stored.id,
                              "mode": settings.agent_mode, "usage": recorder.usage}
                 yield event
@@ -321,12 +324,12 @@ class AgentChatService:
             if events is not None and hasattr(events, "close"):
                 events.close()          # closes the LLM request of an unfinished run
             if stored is None:
-                self._save(conv, recorder, outcome, error)
+                self._save(answer.id, recorder, outcome, error)
 
-    def _save(self, conv: Conversation, recorder: TraceRecorder, status: str,
+    def _save(self, message_id: int, recorder: TraceRecorder, status: str,
               error: Optional[str] = None) -> StoredMessage:
-        return self.store.add_message(
-            conv.id, "assistant", recorder.answer, status=status, mode=recorder.mode,
+        return self.store.update_message(
+            message_id, recorder.answer, status=status, mode=recorder.mode,
             agent_trace=recorder.agent_trace(), stream_metadata=recorder.stream_metadata(),
             usage=recorder.usage, sources=recorder.sources, timings=recorder.timings(),
             error=error)

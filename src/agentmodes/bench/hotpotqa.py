@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..compare.scoring import gold_scores
 from ..evaluators.text import ExactMatchEvaluator, exact_match, f1_score, strip_citations
 from ..llm.base import ChatModel
 from ..modes.actors import AgentActor
@@ -150,6 +151,14 @@ def solve(q: Question, actor: Any, llm: ChatModel, *, reflexion: bool, trials: i
     return record, result
 
 
+def gold_in_answer(record: dict) -> bool:
+    """The gold answer's words appear somewhere in the answer: tells a model that found the
+    answer but wrapped it in a sentence (EM 0) from one that did not find it. Computed from
+    the stored answer, so older run logs get it too."""
+    return bool(record.get("answer")) and gold_scores(
+        record["answer"], [str(record.get("gold") or "")])["gold_in_answer"]
+
+
 def summarize(records: list[dict], variants: Sequence[str]) -> list[dict]:
     rows = []
     for variant in variants:
@@ -157,6 +166,7 @@ def summarize(records: list[dict], variants: Sequence[str]) -> list[dict]:
         rows.append({"variant": variant,
                      "em": mean([float(bool(r.get("em"))) for r in mine]),
                      "f1": mean([float(r.get("f1") or 0.0) for r in mine]),
+                     "gold_in_answer": mean([float(gold_in_answer(r)) for r in mine]),
                      "trials_per_task": mean([r.get("trials", 0) for r in mine if not r.get("error")]),
                      **cost_summary(mine)})
     return rows
@@ -168,11 +178,12 @@ def em_report(benchmark: str, records: list[dict], variants: Sequence[str], meta
     return Report(
         benchmark=benchmark, metric="em",
         columns=[Column("em", "EM"), Column("f1", "F1"),
+                 Column("gold_in_answer", "gold in answer"),
                  Column("trials_per_task", "trials/task", "{:.2f}")] + COST_COLUMNS,
         rows=summarize(records, variants), meta={**meta, "resumed": resumed_note(records)},
         tasks=[{k: r.get(k) for k in ("task_id", "variant", "answer", "gold", "em", "f1",
                                         "trials", "llm_calls", "iterations", "time_s", "error")}
-               for r in records], **extra)
+               | {"gold_in_answer": gold_in_answer(r)} for r in records], **extra)
 
 
 def run_hotpotqa(llm: ChatModel, *, llm_label: str, variants: Sequence[str],

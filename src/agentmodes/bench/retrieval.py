@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import time
 import tracemalloc
+from contextlib import ExitStack
 from pathlib import Path
+from tempfile import TemporaryDirectory
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from . import calibration
 from .ablation import AblationSet, run_ablation
 from .beir import BeirSet, load_dataset
 from .embed_cache import DEFAULT_CACHE_DIR, cached_embeddings
+from .kb_backends import backend_systems, postgres_url
 from .metrics import evaluate
 from .peers import (CachedQueryEmbedder, System, bm25s_system, numpy_dense_system,
                     our_systems, plain_rrf_system, rank_bm25_system)
@@ -89,7 +92,8 @@ def query_embedding_ms(embedder: Embedder, queries: list[str], n: int = 20) -> f
 
 
 def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibration.HitTable,
-                progress=print) -> tuple[dict, AblationSet]:
+                progress=print, backends: dict[str, str] | None = None,
+                stack: ExitStack | None = None) -> tuple[dict, AblationSet]:
     passages = ds.passages()
     progress(f"{ds.name}: {len(passages)} passages, {len(ds.queries)} queries; embedding "
              f"(cached under {cache_dir})")
@@ -102,6 +106,8 @@ def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibra
                 rank_bm25_system(passages, ds.queries, analyzer.terms),
                 numpy_dense_system(vectors, query_vectors),
                 plain_rrf_system(passages, ds.queries, vectors, cached)]
+    for name, where in (backends or {}).items():
+        systems += backend_systems(name, where, passages, ds.queries, vectors, cached, stack)
     rows = measure_all(systems, ds, progress)
     searcher = Searcher(list(range(len(passages))), passages, vectors, embedder=cached)
     calibration.collect(table, ds.name, searcher, ds.queries, calibration.relevant_rows(ds),
@@ -121,15 +127,26 @@ def run_dataset(ds: BeirSet, embedder: Embedder, cache_dir: Path, table: calibra
 def run_retrieval(datasets: list[str], embedder: Embedder, out_dir: Path | None,
                   limit: int | None = None, data_dir: Path | None = None,
                   cache_dir: Path = DEFAULT_CACHE_DIR,
-                  fit_confidence: bool = False, progress=print) -> dict:
+                  fit_confidence: bool = False, progress=print,
+                  backends: list[str] = (), kb_url: str | None = None) -> dict:
+    """`backends` (sqlite, postgresql): also search each set through a real KB on each of
+    them (kb_backends.py); `kb_url`: the PostgreSQL database for that (default: a
+    throw-away server)."""
     table = calibration.HitTable()
-    per_set, score_sets, loaded = [], {}, []
-    for name in datasets:
-        ds = shrink(load_dataset(name, data_dir), limit)
-        loaded.append(ds)
-        result, scores = run_dataset(ds, embedder, Path(cache_dir), table, progress)
-        per_set.append(result)
-        score_sets[name] = scores
+    per_set, score_sets = [], {}
+    with ExitStack() as stack:
+        where = {}
+        if "sqlite" in backends:
+            where["sqlite"] = stack.enter_context(TemporaryDirectory(prefix="agentmodes-kb-"))
+        if "postgresql" in backends:
+            where["postgresql"] = stack.enter_context(postgres_url(kb_url))
+        for name in datasets:
+            ds = shrink(load_dataset(name, data_dir), limit)
+            with ExitStack() as kbs:
+                result, scores = run_dataset(ds, embedder, Path(cache_dir), table, progress,
+                                             where, kbs)
+            per_set.append(result)
+            score_sets[name] = scores
     progress("fusion ablation")
     ablation = run_ablation(score_sets)
     if fit_confidence:
@@ -142,7 +159,7 @@ def run_retrieval(datasets: list[str], embedder: Embedder, out_dir: Path | None,
     results = {"datasets": per_set, "ablation": ablation,
                "confidence": {"high_confidence": model["high_confidence"],
                               "refitted": fit_confidence, "figures": figures},
-               "limit": limit,
+               "limit": limit, "backends": list(backends),
                "memory_note": "peak_mb = tracemalloc peak during index build (not RSS)",
                "latency_note": "single query, query vector precomputed; see "
                                "query_embedding_p50_ms for the embedder's own cost"}

@@ -75,6 +75,30 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def backend_rows(results: dict) -> tuple[list[str], list[list[str]]]:
+    """nDCG@10 and p50 of each mode through each backend's KB, side by side per set."""
+    backends = results.get("backends") or []
+    headers = ["set", "mode", "in memory"] + [f"{b} KB" for b in backends]
+    if {"sqlite", "postgresql"} <= set(backends):
+        headers.append("postgresql - sqlite")
+    headers += [f"p50 ms {b}" for b in backends]
+    rows = []
+    for ds in results["datasets"]:
+        by_name = {row["system"]: row for row in ds["systems"]}
+        for mode in ("lexical", "semantic", "hybrid"):
+            if f"ours {mode}" not in by_name:
+                continue
+            found = [by_name.get(f"ours {mode} ({b})") for b in backends]
+            row = [ds["dataset"], mode, _fmt(by_name[f"ours {mode}"]["ndcg@10"])]
+            row += [_fmt(r["ndcg@10"]) if r else "-" for r in found]
+            if "postgresql - sqlite" in headers:
+                pg, lite = (by_name.get(f"ours {mode} ({b})") for b in ("postgresql", "sqlite"))
+                row.append(f"{pg['ndcg@10'] - lite['ndcg@10']:+.4f}" if pg and lite else "-")
+            row += [_fmt(r["p50_ms"]) if r else "-" for r in found]
+            rows.append(row)
+    return headers, rows
+
+
 def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]]:
     sections = []
     for ds in results["datasets"]:
@@ -82,6 +106,12 @@ def _sections(results: dict) -> list[tuple[str, list[str], list[list[str]], str]
                 f", query embedding p50 {_fmt(ds['query_embedding_p50_ms'], 1)} ms, machine load "
                 f"average {_fmt(ds.get('load_avg_1min'), 1)} on 2 cores")
         sections.append((f"{ds['dataset']}", HEADERS, system_rows(ds), note))
+    if results.get("backends"):
+        headers, rows = backend_rows(results)
+        sections.append(("storage backends (nDCG@10)", headers, rows,
+                         "the same corpus stored as a real KB through each backend's write "
+                         "path and searched through its index (`--backends`); in memory = "
+                         "the Searcher the SQLite KB loads, built from the passages directly"))
     names = [ds["dataset"] for ds in results["datasets"]]
     headers, rows = ablation_rows(results["ablation"], names)
     best = results["ablation"]["best_on_dev"]

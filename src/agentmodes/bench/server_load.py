@@ -96,6 +96,9 @@ def _server(db: str, kb: str, script: Path, workers: int = 1):
     # Without keys, as a local user runs it (the keys in this shell are not for the bench).
     env = {k: v for k, v in os.environ.items()
            if k not in ("AGENTMODES_API_KEY", "AGENTMODES_CHAT_API_KEY")}
+    # It measures capacity: every chat must be admitted, none refused by the per-key rate
+    # limit or the run queue (both protect a real server; see the README's Security).
+    env.update(AGENTMODES_RATE_CHAT="off", AGENTMODES_RUN_QUEUE="100000")
     return running_server(db, kb=kb, llm=f"scripted:{script}", env=env, workers=workers,
                           startup_timeout=180)
 

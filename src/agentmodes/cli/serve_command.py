@@ -38,27 +38,30 @@ def serve(
     import uvicorn
 
     from ..server import ServerConfig, create_app
-    from ..server.config import is_loopback
     from ..log_setup import configure
-    from ..server.runtime import build_service
+    from ..server.config import bare_host, is_loopback, url_host
+    from ..server.runtime import build_service, has_users
     from ..store.urls import redact
 
     level = configure(log_level, default="info")
     config = ServerConfig.from_env()
-    if not config.auth_enabled and not is_loopback(host):
+    keyed = config.auth_enabled or (not is_loopback(host) and has_users(db))
+    if not keyed and not is_loopback(host):
         raise fail(f"refusing to listen on {host} without an API key; set AGENTMODES_API_KEY "
-                   "(and optionally AGENTMODES_CHAT_API_KEY) or use --host 127.0.0.1")
+                   "(and optionally AGENTMODES_CHAT_API_KEY), create users with "
+                   "`agentmodes users add`, or use --host 127.0.0.1")
     llm = llm or os.environ.get("AGENTMODES_LLM")
     # Fails here, in one line, on a bad database, KB or model: before any worker starts.
     service = build_service(db, kb=kb, llm=llm, data_dir=data_dir, run_jobs=workers == 1)
-    where = f"http://{host}:{port}/"
-    if config.auth_enabled:
+    keyed = keyed or service.has_users()
+    where = f"http://{url_host(host)}:{port}/"
+    if keyed:
         typer.echo(f"agentmodes: serving {where} (API keys required; docs at {where}docs)",
                    err=True)
     else:
-        typer.echo(f"agentmodes: serving {where} on loopback only: no API key is set "
-                   f"(docs at {where}docs)", err=True)
-    options = dict(host=host, port=port, access_log=access_log, log_level=level,
+        typer.echo(f"agentmodes: serving {where} on loopback only: no API key is set, so "
+                   f"only this server's own page may call it (docs at {where}docs)", err=True)
+    options = dict(host=bare_host(host), port=port, access_log=access_log, log_level=level,
                    timeout_graceful_shutdown=5, ws_max_size=config.max_request_bytes)
     if workers > 1:
         from ..server.workers import worker_environment

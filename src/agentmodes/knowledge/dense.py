@@ -203,12 +203,7 @@ class DenseIndex:
 
     def moments_of(self, query: np.ndarray) -> tuple[float, float]:
         """(mean, std) of the query's cosine over all vectors, in closed form."""
-        if not self._count:
-            return 0.0, 0.0
-        q = np.asarray(query, dtype=np.float64)
-        mean = float(self._sum @ q) / self._count
-        variance = float(q @ self._gram @ q) / self._count - mean * mean
-        return mean, max(variance, 0.0) ** 0.5
+        return closed_form_moments(self._sum, self._gram, self._count, query)
 
     def best_rows(self, scores: np.ndarray, count: int) -> np.ndarray:
         """The `count` rows with a vector that score highest in a row_scores vector."""
@@ -237,6 +232,18 @@ class DenseIndex:
             part = rows[start:start + 16 * BLOCK_ROWS]
             out[start:start + len(part)] = dot_rows(self.gather(part), query)
         return out
+
+
+def closed_form_moments(total: np.ndarray | None, gram: np.ndarray | None, count: int,
+                        query: np.ndarray) -> tuple[float, float]:
+    """(mean, std) of the query's cosine over `count` vectors with this sum and Gram matrix
+    (float64): mean = mu.q, var = q.G.q / n - mean^2."""
+    if not count:
+        return 0.0, 0.0
+    q = np.asarray(query, dtype=np.float64)
+    mean = float(total @ q) / count
+    variance = float(q @ gram @ q) / count - mean * mean
+    return mean, max(variance, 0.0) ** 0.5
 
 
 def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = None

@@ -125,8 +125,17 @@ class Moments:
         # ddot this long is handed to OpenBLAS's threads, and waking them on a busy
         # machine cost 38 ms per call at 10k chunks against 0.03 ms for this.
         wide = scores.astype(np.float64)
-        mean = float(wide.sum()) / n
-        variance = float(np.square(wide, out=wide).sum()) / n - mean * mean
+        total = float(wide.sum())
+        return cls.from_sums(total, float(np.square(wide, out=wide).sum()), n)
+
+    @classmethod
+    def from_sums(cls, total: float, squares: float, n: int) -> "Moments":
+        """From the sum and the sum of squares of the scores of `n` chunks (a database
+        computes those where the scores are)."""
+        if n <= 0:
+            return cls(0.0, 0.0)
+        mean = total / n
+        variance = squares / n - mean * mean
         return cls(mean, max(variance, 0.0) ** 0.5)
 
     def z(self, values: np.ndarray) -> np.ndarray:

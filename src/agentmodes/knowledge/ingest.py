@@ -4,6 +4,12 @@ Per file: read, hash, compare with the stored hash (unchanged -> skip), extract,
 store the document and its chunks in ONE transaction. So a file is either fully in the KB or
 not at all, and killing the process between two files loses nothing already stored.
 
+Extraction runs in worker processes with CPU-time and memory limits (extract_pool.py): a
+document that would take hours, or all the memory, is skipped with its reason and the next
+one goes on. The workers extract the next documents while this process chunks and stores
+the current one. A file name that is not UTF-8 and a folder that cannot be read are
+skipped with a reason, never fatal, never silent.
+
 "Removed" means: a file stored from inside a folder that is being ingested again and is no
 longer there (or a file given by path that no longer exists but was stored before).
 """
@@ -12,14 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AgentModesError
 from .backends import Backend
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_blocks
-from .extract import FORMAT_NAMES, UnreadableFile, extract, is_supported
+from .extract import FORMAT_NAMES, Extracted, UnreadableFile, is_supported
+from .extract_pool import shared_pool
 from .types import IngestReport, SkippedFile
 
 # progress(phase, done, total, label): phase is "read" while files are stored and "embed"
@@ -39,6 +46,30 @@ class ChunkingOptions:
 class _Task:
     path: Path
     root: Path
+
+
+@dataclass(slots=True)
+class _FilesDone:
+    """"read" progress counts files finished (stored, skipped or unchanged), not files read
+    ahead for the extraction workers: a caller that stops at "read N" has N files complete
+    in the KB, as when files were read and stored one at a time."""
+    progress: Progress | None
+    total: int
+    done: int = 0
+
+    def report(self, label: str) -> None:
+        if self.progress:
+            self.progress("read", self.done, self.total, label)
+
+
+@dataclass(slots=True)
+class _Read:
+    """A file read and found new or changed: what storing it needs besides its text."""
+    task: _Task
+    key: str
+    stat: os.stat_result
+    content_hash: str
+    was_stored: bool
 
 
 def as_path_list(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
@@ -71,15 +102,18 @@ def ingest_paths(store: Backend, paths: list[Path], *, chunking: ChunkingOptions
             report.skipped.append(SkippedFile(str(given), "not a regular file or folder"))
 
     seen: set[str] = set()
-    for done, task in enumerate(tasks):
-        if progress:
-            progress("read", done, len(tasks), str(task.path))
-        if str(task.path) in seen:  # the same file given twice (file and its folder)
-            continue
-        seen.add(str(task.path))
-        _ingest_file(store, task, chunking, force, report)
-    if progress:
-        progress("read", len(tasks), len(tasks), "")
+    unique = []
+    for task in tasks:
+        if str(task.path) not in seen:      # the same file given twice (file and its folder)
+            seen.add(str(task.path))
+            unique.append(task)
+    counter = _FilesDone(progress, len(unique))
+    changed = _read_changed(store, unique, force, report, counter)
+    for read, extracted in shared_pool().map(changed):
+        counter.report(read.key)
+        _store_file(store, read, extracted, chunking, force, report)
+        counter.done += 1
+    counter.report("")
 
     for folder, present in folders:
         for row in store.documents_under(str(folder)):
@@ -106,14 +140,27 @@ def _own_files(store: Backend) -> set[str]:
 
 
 def _walk(folder: Path, report: IngestReport, ignore: set[str]) -> list[Path]:
-    """Supported files under `folder`, sorted; hidden files and folders are ignored."""
+    """Supported files under `folder`, sorted; hidden files and folders are ignored. A
+    folder that cannot be read, and a name that is not UTF-8 (it could not be stored or
+    shown), are reported as skipped."""
+    def unreadable(err: OSError) -> None:
+        report.skipped.append(SkippedFile(shown(err.filename or folder),
+                                          f"cannot read folder: {err.strerror or err}"))
+
     found: list[Path] = []
-    for current, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
-                         and os.path.join(current, d) not in ignore)  # e.g. the KB's index
+    for current, dirs, files in os.walk(folder, onerror=unreadable):
+        kept = []
+        for name in sorted(dirs):
+            path = os.path.join(current, name)
+            if name.startswith(".") or path in ignore:      # e.g. the KB's index
+                continue
+            if _bad_name(path, report):
+                continue
+            kept.append(name)
+        dirs[:] = kept
         for name in sorted(files):
             path = Path(current) / name
-            if name.startswith(".") or str(path) in ignore:
+            if name.startswith(".") or str(path) in ignore or _bad_name(str(path), report):
                 continue
             if is_supported(path):
                 found.append(path)
@@ -122,42 +169,78 @@ def _walk(folder: Path, report: IngestReport, ignore: set[str]) -> list[Path]:
     return found
 
 
+def shown(path: str | os.PathLike) -> str:
+    """A path as text a report can hold: bytes that are not UTF-8 become U+FFFD."""
+    return os.fsencode(path).decode("utf-8", "replace")
+
+
+def _bad_name(path: str, report: IngestReport) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        report.skipped.append(SkippedFile(shown(path), "file name is not valid UTF-8 (rename "
+                                                       "it to ingest it)"))
+        return True
+    return False
+
+
 def _unsupported(path: Path) -> str:
     return (f"unsupported file type '{path.suffix.lower() or 'no extension'}' "
             f"(supported: {FORMAT_NAMES})")
 
 
-def _ingest_file(store: Backend, task: _Task, chunking: ChunkingOptions, force: bool,
-                 report: IngestReport) -> None:
-    key = str(task.path)
+def _read_changed(store: Backend, tasks: list[_Task], force: bool, report: IngestReport,
+                  counter: _FilesDone) -> Iterator[tuple[_Read, Path, bytes]]:
+    """Read each file; report the unreadable, too large and unchanged ones (each counted
+    done); yield the rest (with their bytes) for extraction."""
+    for task in tasks:
+        key = str(task.path)
+        read = _read_one(store, task, key, force, report)
+        if read is None:
+            counter.report(key)
+            counter.done += 1
+        else:
+            yield read
+
+
+def _read_one(store: Backend, task: _Task, key: str, force: bool,
+              report: IngestReport) -> tuple[_Read, Path, bytes] | None:
+    """The file's bytes for extraction, or None (reported) if unreadable, too large or
+    unchanged."""
     try:
         stat = task.path.stat()
         if stat.st_size > MAX_FILE_BYTES:
             report.skipped.append(SkippedFile(key, f"larger than {MAX_FILE_BYTES >> 20} MB"))
-            return
+            return None
         data = task.path.read_bytes()
     except OSError as err:
         report.skipped.append(SkippedFile(key, f"cannot read: {err.strerror or err}"))
-        return
+        return None
     content_hash = hashlib.sha256(data).hexdigest()
     existing = store.document(key)
     if existing and existing.content_hash == content_hash and not force:
         report.unchanged.append(key)
+        return None
+    return _Read(task, key, stat, content_hash, existing is not None), task.path, data
+
+
+def _store_file(store: Backend, read: _Read, extracted: Extracted | UnreadableFile,
+                chunking: ChunkingOptions, force: bool, report: IngestReport) -> None:
+    key = read.key
+    if isinstance(extracted, UnreadableFile):
+        _skip_and_drop_stale(store, key, str(extracted), read.was_stored, report)
         return
     try:
-        extracted = extract(task.path, data)
         chunks = chunk_blocks(extracted.title, extracted.blocks, chunking.size, chunking.overlap)
-    except UnreadableFile as err:
-        _skip_and_drop_stale(store, key, str(err), existing is not None, report)
-        return
     except AgentModesError:
         raise
     except Exception as err:  # noqa: BLE001 - one odd file must not stop the others
-        reason = f"could not extract text ({type(err).__name__}: {str(err)[:120]})"
-        _skip_and_drop_stale(store, key, reason, existing is not None, report)
+        reason = f"could not split into chunks ({type(err).__name__}: {str(err)[:120]})"
+        _skip_and_drop_stale(store, key, reason, read.was_stored, report)
         return
-    status = store.replace_document(key, str(task.root), extracted.title, content_hash,
-                                    stat.st_mtime, stat.st_size, chunks, force=force)
+    status = store.replace_document(key, str(read.task.root), extracted.title,
+                                    read.content_hash, read.stat.st_mtime, read.stat.st_size,
+                                    chunks, force=force)
     if status == "added":
         report.added.append(key)
     elif status == "updated":

@@ -212,13 +212,26 @@ def _decode_chunk(payload: str) -> tuple[Optional[ChatChunk], Optional[Usage], O
         raise LLMError(f"LLM server sent a stream event that is not JSON: {payload[:120]!r}")
     if isinstance(obj, dict) and obj.get("error"):
         raise LLMError(f"LLM server reported an error mid-stream: {_one_line(obj['error'])}")
+    try:
+        return _chunk_of(obj)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        # e.g. "choices": "not a list": one clear line, not an AttributeError from deep inside
+        raise LLMError(f"LLM server sent a stream event that is not a chat completion "
+                       f"chunk: {payload[:120]!r}") from None
+
+
+def _chunk_of(obj: dict) -> tuple[Optional[ChatChunk], Optional[Usage], Optional[str]]:
     usage = _usage(obj.get("usage"))
     choices = obj.get("choices") or []
     if not choices:
         return None, usage, None
+    if not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise TypeError("choices is not a list of objects")
     choice = choices[0]
     delta = choice.get("delta") or {}
     text = delta.get("content") or ""
+    if not isinstance(text, str):
+        raise TypeError("delta.content is not text")
     tool_calls = _tool_deltas(delta.get("tool_calls")) or None
     finish = choice.get("finish_reason")
     if not text and not tool_calls:

@@ -1,7 +1,13 @@
-"""Bearer-token scopes: `chat` (ask, read) and `admin` (everything).
+"""Who is asking: bearer keys resolve to a Principal with a scope, `chat` or `admin`.
 
-401 when a key is required and missing or unknown, 403 when the key is valid but lacks the
-scope. Keys are compared in constant time and never logged or echoed back.
+Keys: AGENTMODES_API_KEY (admin), AGENTMODES_CHAT_API_KEY (chat, shared by all who hold
+it), and the keys of users an admin created (their own role; looked up by hash). 401 when
+a key is required and missing or unknown, 403 when the key is valid but lacks the scope.
+Keys are compared in constant time and never logged or echoed back.
+
+A server with no key and no user is keyless: every request acts as the local operator
+(admin), which is why such a server listens on loopback only and guard.py refuses
+requests from other sites.
 """
 
 from __future__ import annotations
@@ -10,27 +16,39 @@ import hmac
 from typing import Literal, Optional
 
 from fastapi import Depends, HTTPException, Request
+from starlette.requests import HTTPConnection
 
+from ..service import AgentChatService
+from ..store.users import ENV_ADMIN, ENV_CHAT, LOCAL, Principal
+from .admission import Busy
 from .config import ServerConfig
 
 Scope = Literal["chat", "admin"]
 
 
 def _matches(token: str, key: Optional[str]) -> bool:
-    return bool(key) and hmac.compare_digest(token.encode(), key.encode())
+    return bool(key) and hmac.compare_digest(token.encode("utf-8", "surrogatepass"),
+                                             key.encode("utf-8", "surrogatepass"))
 
 
-def scope_of(config: ServerConfig, token: Optional[str]) -> Optional[Scope]:
-    """The scope a token grants, or None if it grants nothing."""
-    if not config.auth_enabled:
-        return "admin"              # no keys configured: loopback-only, open server
-    if not token:
-        return None
-    if _matches(token, config.admin_key):
-        return "admin"
-    if _matches(token, config.chat_key):
-        return "chat"
-    return None
+def auth_required(conn: HTTPConnection) -> bool:
+    config: ServerConfig = conn.app.state.config
+    service: AgentChatService = conn.app.state.service
+    return config.auth_enabled or service.has_users()
+
+
+def resolve(conn: HTTPConnection, token: Optional[str]) -> Optional[Principal]:
+    """The principal a token stands for, or None if it grants nothing."""
+    config: ServerConfig = conn.app.state.config
+    if token and isinstance(token, str):    # a WebSocket message may carry any JSON there
+        if _matches(token, config.admin_key):
+            return ENV_ADMIN
+        if _matches(token, config.chat_key):
+            return ENV_CHAT
+        found = conn.app.state.service.authenticate(token)
+        if found is not None:
+            return found
+    return None if auth_required(conn) else LOCAL
 
 
 def bearer_token(authorization: Optional[str]) -> Optional[str]:
@@ -46,25 +64,47 @@ class AuthError(Exception):
         self.status = status
 
 
-def check(config: ServerConfig, token: Optional[str], needed: Scope) -> None:
-    granted = scope_of(config, token)
-    if granted is None:
+def authorize(conn: HTTPConnection, token: Optional[str], needed: Scope) -> Principal:
+    principal = resolve(conn, token)
+    if principal is None:
         raise AuthError(401, "missing or unknown API key (send Authorization: Bearer <key>)")
-    if needed == "admin" and granted != "admin":
-        raise AuthError(403, "this API key has the chat scope; this action needs the admin key")
+    if needed == "admin" and not principal.is_admin:
+        raise AuthError(403, "this API key has the chat scope; this action needs an admin key")
+    return principal
 
 
 def require(needed: Scope):
-    """A FastAPI dependency that enforces `needed` for a route."""
-    def dependency(request: Request) -> None:
-        config: ServerConfig = request.app.state.config
+    """A FastAPI dependency that enforces `needed` and records the principal."""
+    def dependency(request: Request) -> Principal:
         try:
-            check(config, bearer_token(request.headers.get("authorization")), needed)
+            principal = authorize(request, bearer_token(request.headers.get("authorization")),
+                                  needed)
         except AuthError as err:
             headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
             raise HTTPException(err.status, str(err), headers=headers) from None
+        request.state.principal = principal
+        return principal
+    return Depends(dependency)
+
+
+def principal_of(request: Request) -> Principal:
+    """The principal a route's scope dependency resolved."""
+    return request.state.principal
+
+
+def rate_limited(kind: str):
+    """A dependency (after the scope one) that meters `kind` requests per principal."""
+    def dependency(request: Request) -> None:
+        limiter = request.app.state.rate_limiter
+        try:
+            limiter.check(kind, principal_of(request).owner)
+        except Busy as err:
+            raise HTTPException(429, str(err),
+                                headers={"Retry-After": str(err.retry_after)}) from None
     return Depends(dependency)
 
 
 chat_scope = require("chat")
 admin_scope = require("admin")
+chat_rate = rate_limited("chat")
+upload_rate = rate_limited("upload")

@@ -41,9 +41,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import AgentModesError
 from ..service import AgentChatService
 from ..store.chat import NotFoundError
-from .auth import chat_scope
+from .auth import chat_rate, chat_scope, principal_of
 from .openai_errors import error_body
 from .openai_stream import KEEPALIVE, ReasoningText, keepalive_seconds, with_keepalive
+from .schemas import StrictModel
 from .streaming import events_of, open_stream, sse
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"], dependencies=[chat_scope])
@@ -60,7 +61,7 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-class CompletionRequest(BaseModel):
+class CompletionRequest(StrictModel):
     # Unknown fields are accepted (clients add their own); the known unsupported ones are
     # refused in `unsupported`.
     model_config = ConfigDict(extra="allow")
@@ -152,7 +153,7 @@ def _not_found(model_id: str) -> JSONResponse:
                        "/v1/models)", "not_found_error", "model")
 
 
-@router.post("/chat/completions")
+@router.post("/chat/completions", dependencies=[chat_rate])
 async def chat_completions(body: CompletionRequest, request: Request):
     service: AgentChatService = request.app.state.service
     refused = unsupported(body)
@@ -166,8 +167,9 @@ async def chat_completions(body: CompletionRequest, request: Request):
     structured = body.response_format if (body.response_format or {}).get("type", "text") \
         != "text" else None
     try:
-        gen = await open_stream(lambda: service.stream(body.model, query, history=history,
-                                                       response_format=structured))
+        user = principal_of(request)
+        gen = await open_stream(request, lambda: service.stream(
+            body.model, query, history=history, response_format=structured, user=user))
     except NotFoundError:
         return _not_found(body.model)
     except AgentModesError as err:

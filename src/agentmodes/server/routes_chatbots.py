@@ -8,7 +8,7 @@ import anyio.to_thread
 from fastapi import APIRouter, FastAPI, File, HTTPException, Request, Response, UploadFile
 
 from ..service import AgentChatService
-from .auth import admin_scope, chat_scope
+from .auth import admin_scope, chat_scope, upload_rate
 from .schemas import ChatbotCreate, ChatbotUpdate, chatbot_json, job_json
 from .uploads import UploadError, check_content, safe_filename
 
@@ -89,7 +89,8 @@ async def upload_documents(name: str, request: Request,
 def add_upload_route(app: FastAPI, max_upload_bytes: int) -> None:
     """The upload route has its own, larger body limit than the rest of the API."""
     app.post("/api/chatbots/{name}/documents", status_code=202, tags=["chatbots"],
-             dependencies=[admin_scope], max_body_size=max_upload_bytes)(upload_documents)
+             dependencies=[admin_scope, upload_rate],
+             max_body_size=max_upload_bytes)(upload_documents)
 
 
 @router.get("/chatbots/{name}/jobs", dependencies=[chat_scope])

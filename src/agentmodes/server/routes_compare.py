@@ -12,17 +12,18 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
 from ..compare.live import chatbot_lanes, compare_stream
-from .auth import chat_scope
+from .auth import chat_rate, chat_scope
+from .schemas import StrictModel
 from .streaming import events_of, open_stream, sse
 
 router = APIRouter(prefix="/api", tags=["streaming"])
 StepMode = Literal["act", "react", "reflact", "plan-and-solve"]
 
 
-class CompareRequest(BaseModel):
+class CompareRequest(StrictModel):
     message: str = Field(min_length=1, max_length=20_000)
     modes: list[StepMode] = Field(default_factory=lambda: ["act", "react", "reflact"],
                                   min_length=2, max_length=3)
@@ -37,7 +38,7 @@ class CompareRequest(BaseModel):
         return modes
 
 
-@router.post("/chatbots/{name}/compare", dependencies=[chat_scope])
+@router.post("/chatbots/{name}/compare", dependencies=[chat_scope, chat_rate])
 async def compare(name: str, body: CompareRequest, request: Request) -> StreamingResponse:
     service = request.app.state.service
 
@@ -45,7 +46,7 @@ async def compare(name: str, body: CompareRequest, request: Request) -> Streamin
         lanes, parallel = chatbot_lanes(service, name, body.message, body.modes, body.reflect)
         return compare_stream(lanes, parallel)
 
-    gen = await open_stream(start)
+    gen = await open_stream(request, start)     # one run slot for the whole comparison
 
     async def frames():
         async with events_of(gen) as events:

@@ -47,6 +47,17 @@ def llm_factory(spec: Optional[str]):
     return lambda: shared
 
 
+def has_users(db: str) -> bool:
+    """Whether the chat database at `db` already has users (without creating it)."""
+    if not is_postgres(db) and not Path(db).expanduser().is_file():
+        return False
+    store = ChatStore.open(db)
+    try:
+        return store.users.any()
+    finally:
+        store.close()
+
+
 def data_dir_for(db: str, data_dir: Optional[str] = None) -> Path:
     """Where a worker keeps uploaded files while it ingests them (and, with SQLite, the
     per-chatbot KB files): --data-dir / AGENTMODES_DATA_DIR, else next to the chat database
@@ -82,6 +93,7 @@ def build_service(db: str, *, kb: Optional[str] = None, llm: Optional[str] = Non
     if "llm_factory" not in kwargs:      # a bad --llm fails before any file is created
         kwargs["llm_factory"] = llm_factory(llm)
     store = ChatStore.open(db)
+    store.fail_orphaned_runs()
     service = AgentChatService(store, data_dir=data_dir_for(db, data_dir), **kwargs)
     if kb is not None:
         service.ensure_chatbot("default", kb_path=kb_location(kb))

@@ -7,6 +7,10 @@ to the end while others wait (measured with `agentmodes bench server`). When the
 consumer stops early (client disconnected, cancel message, task cancelled) the generator is
 closed — in a shielded scope, so a cancellation cannot skip it — which closes the agent's
 stream and its LLM request and lets the service store the partial answer as `cancelled`.
+
+Every run is admitted by the app's RunPool (admission.py) before its question is stored,
+and gives its slot back when its generator closes; `cancel_on_disconnect` ends a run whose
+HTTP client has gone away while it waited or ran.
 """
 
 from __future__ import annotations
@@ -19,15 +23,44 @@ from typing import Any, AsyncIterator, Callable, Iterator
 
 import anyio
 import anyio.to_thread
+from starlette.requests import HTTPConnection, Request
 
 from ..events import Event
+from .admission import RunPool, SlotHolder
 
 _END = object()
 
 
-async def open_stream(start: Callable[[], Iterator[Event]]) -> Iterator[Event]:
-    """Call `start` (which validates and writes the user message) off the event loop."""
-    return await anyio.to_thread.run_sync(start)
+async def open_stream(conn: HTTPConnection, start: Callable[[], Iterator[Event]]
+                      ) -> Iterator[Event]:
+    """Wait for a run slot (admission.Busy if the queue is full), then call `start` (which
+    validates and writes the user message) off the event loop. The generator returned
+    holds the slot until it is closed."""
+    pool: RunPool = conn.app.state.run_pool
+    started = await pool.acquire()
+    try:
+        gen = await anyio.to_thread.run_sync(start)
+    except BaseException:
+        pool.release(started)
+        raise
+    return SlotHolder(gen, pool, started)
+
+
+@asynccontextmanager
+async def cancel_on_disconnect(request: Request) -> AsyncIterator[None]:
+    """Cancel the body of the `async with` when the HTTP client disconnects (its request
+    body has been read, so the next ASGI message is the disconnect)."""
+    with anyio.CancelScope() as scope:
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            scope.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            yield
+        finally:
+            watcher.cancel()
 
 
 @asynccontextmanager

@@ -20,24 +20,16 @@ from sqlalchemy import (JSON, Column, DateTime, Engine, Float, ForeignKey, Index
                         Table, Text, delete, func, insert, select, update)
 from sqlalchemy.exc import IntegrityError
 
-from ..errors import AgentModesError
 from .engine import make_engine, metadata, prepare_schema
+# Re-exported: callers import the errors from here.
+from .errors import ChatStoreError, ConflictError, NotFoundError  # noqa: F401
 from .job_queue import JobQueue, chatbot_documents
+from .runs import RunningAnswers, this_process  # noqa: F401
+from .users import UserStore
 
-
-class ChatStoreError(AgentModesError):
-    """A chatbot, conversation or job that does not exist, or a duplicate chatbot name."""
-
-
-class NotFoundError(ChatStoreError):
-    """The named chatbot, conversation, message or job does not exist."""
-
-
-class ConflictError(ChatStoreError):
-    """A chatbot with that name already exists."""
-
-
-MESSAGE_STATUSES = ("complete", "cancelled", "error")
+# "running": the answer's row is written when its run starts, so that a process killed
+# mid-answer leaves a row that the next start marks as an error (fail_orphaned_runs).
+MESSAGE_STATUSES = ("running", "complete", "cancelled", "error")
 JOB_STATUSES = ("queued", "running", "done", "failed")
 
 chatbots = Table(
@@ -62,6 +54,10 @@ conversations = Table(
     Column("title", Text, nullable=False, default=""),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # Principal.owner of its creator ("user:7", "key:chat", "local"); NULL for conversations
+    # made by library code or before owners existed: those only admins see.
+    Column("owner", String(100), nullable=True),
+    Index("conversations_owner", "owner", "updated_at"),
 )
 
 messages = Table(
@@ -80,6 +76,7 @@ messages = Table(
     Column("timings", JSON, nullable=True),
     Column("error", Text, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("worker", String(300), nullable=True),     # this_process() of a running answer
 )
 
 ingest_jobs = Table(
@@ -133,6 +130,7 @@ class Conversation:
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
     message_count: int = 0
+    owner: Optional[str] = None
 
 
 @dataclass(slots=True)
@@ -183,7 +181,11 @@ def _job(row) -> IngestJob:
                      _iso(row.created_at), _iso(row.updated_at), row.attempts or 0)
 
 
-class ChatStore(JobQueue):
+_MESSAGE_FIELDS = {"mode", "agent_trace", "stream_metadata", "usage", "sources", "timings",
+                   "error", "worker"}
+
+
+class ChatStore(JobQueue, RunningAnswers):
     """The persistence face of the chat service. Open with a file path or SQLAlchemy URL."""
 
     def __init__(self, engine: Engine, location: Optional[str] = None):
@@ -192,6 +194,7 @@ class ChatStore(JobQueue):
         # a PostgreSQL chat database is opened on the same connection string.
         self.location = location
         prepare_schema(engine)      # migrations: one process upgrades, the others wait
+        self.users = UserStore(engine)
 
     @classmethod
     def open(cls, path_or_url: str) -> "ChatStore":
@@ -259,14 +262,16 @@ class ChatStore(JobQueue):
             conn.execute(delete(chatbots).where(chatbots.c.id == bot.id))
 
     # conversations ----------------------------------------------------------------------
-    def create_conversation(self, chatbot: Chatbot, title: str = "") -> Conversation:
+    def create_conversation(self, chatbot: Chatbot, title: str = "", *,
+                            owner: Optional[str] = None) -> Conversation:
         now = _now()
         conv_id = uuid.uuid4().hex
         with self.engine.begin() as conn:
             conn.execute(insert(conversations).values(
                 id=conv_id, chatbot_id=chatbot.id, title=title[:200], created_at=now,
-                updated_at=now))
-        return Conversation(conv_id, chatbot.id, chatbot.name, title[:200], _iso(now), _iso(now))
+                updated_at=now, owner=owner))
+        return Conversation(conv_id, chatbot.id, chatbot.name, title[:200], _iso(now), _iso(now),
+                            owner=owner)
 
     def _conversation_query(self):
         count = (select(func.count(messages.c.id))
@@ -277,7 +282,7 @@ class ChatStore(JobQueue):
     @staticmethod
     def _conversation(row) -> Conversation:
         return Conversation(row.id, row.chatbot_id, row.chatbot, row.title, _iso(row.created_at),
-                            _iso(row.updated_at), row.n)
+                            _iso(row.updated_at), row.n, row.owner)
 
     def get_conversation(self, conversation_id: str) -> Conversation:
         with self.engine.connect() as conn:
@@ -288,10 +293,13 @@ class ChatStore(JobQueue):
         return self._conversation(row)
 
     def list_conversations(self, chatbot: Optional[Chatbot] = None, *, limit: int = 100,
-                           offset: int = 0) -> list[Conversation]:
+                           offset: int = 0, owner: Optional[str] = None) -> list[Conversation]:
+        """Newest first; `owner` keeps only that owner's conversations."""
         query = self._conversation_query()
         if chatbot is not None:
             query = query.where(conversations.c.chatbot_id == chatbot.id)
+        if owner is not None:
+            query = query.where(conversations.c.owner == owner)
         query = query.order_by(conversations.c.updated_at.desc()).limit(limit).offset(offset)
         with self.engine.connect() as conn:
             return [self._conversation(r) for r in conn.execute(query).all()]
@@ -315,9 +323,7 @@ class ChatStore(JobQueue):
         if status not in MESSAGE_STATUSES:
             raise ValueError(f"unknown message status {status!r}")
         now = _now()
-        values = {k: v for k, v in fields.items()
-                  if k in {"mode", "agent_trace", "stream_metadata", "usage", "sources",
-                           "timings", "error"}}
+        values = {k: v for k, v in fields.items() if k in _MESSAGE_FIELDS}
         with self.engine.begin() as conn:
             result = conn.execute(insert(messages).values(
                 conversation_id=conversation_id, role=role, content=content, status=status,
@@ -325,8 +331,20 @@ class ChatStore(JobQueue):
             conn.execute(update(conversations).where(conversations.c.id == conversation_id)
                          .values(updated_at=now))
             message_id = result.inserted_primary_key[0]
+        values.pop("worker", None)
         return StoredMessage(message_id, conversation_id, role, content, status,
                              created_at=_iso(now), **values)
+
+    def update_message(self, message_id: int, content: str, *, status: str,
+                       **fields: Any) -> StoredMessage:
+        """Finish the row a running answer was given when it started."""
+        if status not in MESSAGE_STATUSES:
+            raise ValueError(f"unknown message status {status!r}")
+        values = {k: v for k, v in fields.items() if k in _MESSAGE_FIELDS}
+        with self.engine.begin() as conn:
+            conn.execute(update(messages).where(messages.c.id == message_id)
+                         .values(content=content, status=status, **values))
+        return self.get_message(message_id)
 
     def list_messages(self, conversation_id: str, *, last: Optional[int] = None
                       ) -> list[StoredMessage]:

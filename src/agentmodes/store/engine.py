@@ -5,7 +5,9 @@ PostgreSQL through psycopg behind the same SQLAlchemy face. For SQLite we turn o
 (readers never block the writer, so several server processes can share one file), a busy
 timeout (a second writer waits instead of failing at once), and foreign keys (off by
 default in SQLite). For PostgreSQL the pool checks a connection before handing it out, so a
-worker survives a database restart.
+worker survives a database restart. A new SQLite file is created owner-only (it holds
+conversations); a path that is a folder or another kind of file is refused with one line
+before SQLAlchemy gets to it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, MetaData, create_engine, event
 
-from .urls import check_location, connect, is_postgres, parse_postgres, redact, scheme_of
+from ..private_files import create_private_file, private_dir
+from .urls import (DatabaseError, check_location, connect, is_postgres, parse_postgres, redact,
+                   scheme_of)
 
 metadata = MetaData()
+SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
 _DISPLAY: "WeakKeyDictionary[Engine, str]" = WeakKeyDictionary()
 
@@ -52,9 +57,33 @@ def make_engine(path_or_url: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_
     check_location(location, "database")
     if is_postgres(location):
         return postgres_engine(location)
-    engine = create_engine(database_url(location))
+    url = database_url(location)
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        _prepare_sqlite_file(Path(url.removeprefix("sqlite:///")))
+    engine = create_engine(url)
     sqlite_pragmas(engine, busy_timeout_ms)
     return engine
+
+
+def _prepare_sqlite_file(path: Path) -> None:
+    """Refuse a folder or a file of another kind; create a missing file owner-only (SQLite
+    gives its -wal and -shm files the same mode)."""
+    if path.is_dir():
+        raise DatabaseError(f"{path} is a directory, not a database file")
+    if path.exists():
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_HEADER))
+        except OSError as err:
+            raise DatabaseError(f"cannot read database {path}: {err.strerror}") from None
+        if header and header != SQLITE_HEADER:
+            raise DatabaseError(f"{path} is not an SQLite database")
+        return
+    try:
+        private_dir(path.parent)
+        create_private_file(path)
+    except OSError as err:
+        raise DatabaseError(f"cannot create database {path}: {err.strerror}") from None
 
 
 def postgres_engine(location: str) -> Engine:

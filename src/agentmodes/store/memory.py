@@ -38,8 +38,9 @@ class ReflexionMemoryStore:
         if keep < 1:
             raise AgentModesError(f"reflexion memory must keep at least 1 reflection, got {keep}")
         self.keep = keep
-        self.engine = path_or_url if isinstance(path_or_url, Engine) else make_engine(path_or_url)
         try:
+            self.engine = path_or_url if isinstance(path_or_url, Engine) \
+                else make_engine(path_or_url)
             prepare_schema(self.engine)
         except AgentModesError as err:      # already names the location
             raise AgentModesError(f"cannot open the memory store: {err}") from None

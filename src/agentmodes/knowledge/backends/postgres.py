@@ -10,6 +10,12 @@ of racing, readers never wait. Connections come from a small pool, so the search
 concurrent chats in one worker do not queue on one connection.
 
 Vectors travel as pgvector values through its psycopg adapter (binary), as float32.
+
+Search happens inside the database (postgres_search.py): a document's analysed terms and
+postings are written in the document's own transaction (postgres_lexical.py), and every
+write that changes which chunks carry which vector updates the vector moments in the same
+transaction (postgres_vectors.py). So whatever a transaction commits is searchable, in every
+worker, the moment it commits.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -26,7 +33,10 @@ import numpy as np
 
 from ...errors import KnowledgeBaseError
 from ...store.urls import connection_problem, parse_postgres
+from ..analysis import Analyzer
 from ..chunking import Chunk
+from . import postgres_lexical as lexical
+from . import postgres_vectors as vectors
 from .postgres_schema import open_kb, quoted
 from .rows import ChunkRow, DocumentRow
 
@@ -61,11 +71,16 @@ class PostgresBackend:
             conn.execute(search_path)
             # A writer waits this long for another writer's lock (as SQLite's busy timeout).
             conn.execute(f"SET lock_timeout = {timeout_ms}")
+            # pgvector returns at most ef_search rows from its HNSW index: as many as a
+            # search asks for (postgres_vectors.py).
+            conn.execute(f"SET hnsw.ef_search = {vectors.HNSW_EF_SEARCH}")
 
         self._pool = psycopg_pool.ConnectionPool(
             url.conninfo, min_size=1, max_size=POOL_SIZE, configure=configure, open=True,
             kwargs={"autocommit": True}, name=f"agentmodes-{self.schema}")
         self._closed = threading.Event()
+        # Documents are analysed as they are stored; the KB's search index sets the language.
+        self.analyzer = Analyzer("auto")
 
     # --- connections and transactions ---------------------------------------------------
 
@@ -83,10 +98,36 @@ class PostgresBackend:
             raise KnowledgeBaseError(connection_problem(err, self.location)) from None
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """A write transaction holding the KB's write lock (its revision row)."""
-        with self._conn() as conn, conn.transaction():
+    def transaction(self, pipeline: bool = False, durable: bool = True) -> Iterator[Any]:
+        """A write transaction holding the KB's write lock (its revision row).
+
+        `pipeline`: statements go out without waiting for the ones before (a cursor's fetch
+        waits for its own answer), so a document costs a few round trips, not one per
+        statement. `durable=False` (ingest writes): the commit does not wait for the WAL to
+        reach the disk; a crash may lose the last documents committed, never part of one,
+        and the next ingest adds them again (as SQLite's WAL with synchronous=NORMAL)."""
+        with self._conn() as conn, (conn.pipeline() if pipeline else nullcontext()), \
+                conn.transaction():
+            if not durable:
+                conn.execute("SET LOCAL synchronous_commit = off")
             conn.execute("SELECT value FROM meta WHERE key = 'revision' FOR UPDATE")
+            yield conn
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A connection of the pool (autocommit), with errors as one line."""
+        with self._conn() as conn:
+            yield conn
+
+    @contextmanager
+    def snapshot(self, pipeline: bool = False) -> Iterator[Any]:
+        """A read-only transaction whose statements all see one state of the KB; with
+        `pipeline`, statements are sent without waiting for the ones before (psycopg's
+        pipeline mode: a cursor's fetch waits for its own answer)."""
+        with self._conn() as conn, (conn.pipeline() if pipeline else nullcontext()), \
+                conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            conn.execute("SET LOCAL enable_sort = off")    # postgres_lexical.py says why
             yield conn
 
     def _query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
@@ -152,35 +193,48 @@ class PostgresBackend:
 
     def replace_document(self, path: str, root: str, title: str, content_hash: str,
                          mtime: float, size: int, chunks: list[Chunk], force: bool = False) -> str:
-        with self.transaction() as conn:
+        analysed = lexical.analyse(self.analyzer, chunks)      # before taking the write lock
+        new = Counter(c.text_hash for c in chunks)
+        with self.transaction(pipeline=True, durable=False) as conn:
             row = conn.execute("SELECT id, content_hash FROM documents WHERE path = %s",
                                (path,)).fetchone()
             if row and row[1] == content_hash and not force:
                 conn.execute("UPDATE documents SET mtime = %s, size = %s WHERE id = %s",
                              (mtime, size, row[0]))
                 return "unchanged"
+            old_id = row[0] if row else None
+            old = conn.execute("SELECT text_hash FROM chunks WHERE doc_id = %s", (old_id,))
+            touched = conn.execute(vectors.TOUCHED_SQL, {"hashes": list(new), "doc": old_id})
             if row:
-                conn.execute("DELETE FROM documents WHERE id = %s", (row[0],))
-            doc_id = conn.execute(
-                "INSERT INTO documents (path, root, title, content_hash, mtime, size) "
-                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                (path, root, title, content_hash, mtime, size)).fetchone()[0]
-            with conn.cursor() as cur, cur.copy(
-                    "COPY chunks (doc_id, position, title, heading_path, text, text_hash) "
-                    "FROM STDIN") as copy:
-                for c in chunks:
-                    copy.write_row((doc_id, c.position, c.title,
-                                    json.dumps(c.heading_path, ensure_ascii=False), c.text,
-                                    c.text_hash))
+                lexical.unindex_chunks(conn, "doc_id = %s", (old_id,))
+                conn.execute("DELETE FROM documents WHERE id = %s", (old_id,))
+            if chunks:
+                conn.execute(lexical.INSERT_DOCUMENT_SQL, lexical.document_params(
+                    path, root, title, content_hash, mtime, size, chunks, analysed))
+            else:
+                conn.execute("INSERT INTO documents (path, root, title, content_hash, mtime, "
+                             "size) VALUES (%s, %s, %s, %s, %s, %s)",
+                             (path, root, title, content_hash, mtime, size))
+            lexical.count_terms(conn, analysed)
             self._bump_revision(conn)
+            # Vectors of texts this edit gave or took chunks: unchanged text cancels out.
+            before = Counter(r[0] for r in old.fetchall())
+            vectors.shift_moments(conn, touched.fetchall(), new - before, before - new)
             return "updated" if row else "added"
 
     def remove_document(self, path: str) -> bool:
-        with self.transaction() as conn:
-            deleted = conn.execute("DELETE FROM documents WHERE path = %s", (path,)).rowcount
-            if deleted:
-                self._bump_revision(conn)
-            return bool(deleted)
+        with self.transaction(pipeline=True) as conn:
+            row = conn.execute("SELECT id FROM documents WHERE path = %s", (path,)).fetchone()
+            if row is None:
+                return False
+            old = conn.execute("SELECT text_hash FROM chunks WHERE doc_id = %s", (row[0],))
+            touched = conn.execute(vectors.TOUCHED_SQL, {"hashes": [], "doc": row[0]})
+            lexical.unindex_chunks(conn, "doc_id = %s", (row[0],))
+            conn.execute("DELETE FROM documents WHERE id = %s", (row[0],))
+            self._bump_revision(conn)
+            vectors.shift_moments(conn, touched.fetchall(), Counter(),
+                                  Counter(r[0] for r in old.fetchall()))
+            return True
 
     def list_documents(self, doc_id: int | None = None) -> list[tuple[DocumentRow, int, str]]:
         where = "WHERE d.id = %s" if doc_id is not None else ""
@@ -224,15 +278,32 @@ class PostgresBackend:
             "SELECT COUNT(*) FROM chunks c LEFT JOIN embeddings e ON e.embedder = %s AND "
             "e.text_hash = c.text_hash WHERE e.text_hash IS NULL", (embedder,))[0][0]
 
-    def put_vectors(self, embedder: str, hashes: list[str], vectors: np.ndarray) -> None:
-        rows = [(embedder, h, np.ascontiguousarray(v, dtype=np.float32))
-                for h, v in zip(hashes, vectors)]
+    def put_vectors(self, embedder: str, hashes: list[str], matrix: np.ndarray) -> None:
+        """Store vectors of texts (a text already embedded keeps its vector) and add them to
+        the moments once per chunk carrying the text."""
         with self.transaction() as conn:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO embeddings (embedder, text_hash, vector) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (embedder, text_hash) DO UPDATE SET vector = excluded.vector",
-                    rows)
+            known = {r[0] for r in conn.execute(
+                "SELECT text_hash FROM embeddings WHERE embedder = %s AND text_hash = ANY(%s)",
+                (embedder, list(hashes)))}
+            fresh = {h: v for h, v in zip(hashes, matrix) if h not in known}
+            if not fresh:
+                return
+            with conn.cursor(binary=True) as cur, cur.copy(
+                    "COPY embeddings (embedder, text_hash, vector) FROM STDIN (FORMAT BINARY)"
+                    ) as copy:
+                copy.set_types(["text", "text", "vector"])
+                for text_hash, vector in fresh.items():
+                    copy.write_row((embedder, text_hash,
+                                    np.ascontiguousarray(vector, dtype=np.float32)))
+            carriers = dict(conn.execute("SELECT text_hash, COUNT(*) FROM chunks WHERE "
+                                         "text_hash = ANY(%s) GROUP BY text_hash",
+                                         (list(fresh),)).fetchall())
+            if carriers:
+                kept = [h for h in fresh if h in carriers]
+                moments = vectors.VectorMoments.read(conn, embedder, lock=True).shifted(
+                    np.stack([np.asarray(fresh[h], dtype=np.float32) for h in kept]),
+                    np.array([carriers[h] for h in kept], dtype=np.float64))
+                moments.write(conn, embedder)
             self._bump_revision(conn)
 
     def vector_keys(self, embedder: str) -> dict[int, str]:
@@ -250,7 +321,7 @@ class PostgresBackend:
             rows = cur.fetchall()
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
-        return [r[0] for r in rows], np.stack([_array(r[1]) for r in rows])
+        return [r[0] for r in rows], np.stack([vectors.as_array(r[1]) for r in rows])
 
     def prune_vectors(self) -> int:
         with self.transaction() as conn:
@@ -260,6 +331,9 @@ class PostgresBackend:
     def drop_vectors_except(self, embedder: str | None) -> None:
         with self.transaction() as conn:
             conn.execute("DELETE FROM embeddings WHERE embedder IS DISTINCT FROM %s", (embedder,))
+            conn.execute("DELETE FROM vector_moments WHERE embedder IS DISTINCT FROM %s",
+                         (embedder,))
+            vectors.drop_indexes_except(conn, embedder)
             self._bump_revision(conn)
 
     # --- statistics and integrity -------------------------------------------------------
@@ -286,8 +360,22 @@ class PostgresBackend:
     # --- search -------------------------------------------------------------------------
 
     def search_index(self, load_embedder: Callable[[], "Embedder"], language: str) -> Any:
-        from ..live_index import LiveIndex
-        return LiveIndex(self, load_embedder, language)
+        """Search in SQL (postgres_search.py); documents stored from now on are analysed in
+        `language` ("auto": each chunk in the language it is detected in)."""
+        from .postgres_search import PostgresIndex
+        index = PostgresIndex(self, load_embedder, language)
+        self.analyzer = index.analyzer
+        return index
+
+    def backfill(self, analyzer: Analyzer) -> None:
+        """Analyse the chunks and sum the vectors of a KB stored by schema version 1."""
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM meta WHERE key = 'backfill'").fetchone() is None:
+                return                                  # another process did it meanwhile
+            lexical.backfill(conn, analyzer)
+            vectors.rebuild_moments(conn)
+            conn.execute("DELETE FROM meta WHERE key = 'backfill'")
+            self._bump_revision(conn)
 
 
 _CHUNK = ("SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c.text_hash, "
@@ -297,12 +385,6 @@ _CHUNK = ("SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, c
 def _chunk_row(row: tuple) -> ChunkRow:
     heading = row[4] if isinstance(row[4], list) else json.loads(row[4])
     return ChunkRow(row[0], row[1], row[2], row[3], heading, row[5], row[6], row[7])
-
-
-def _array(value: Any) -> np.ndarray:
-    """A pgvector value (numpy from the text loader, Vector from the binary one) as float32."""
-    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value,
-                      dtype=np.float32)
 
 
 def _like_prefix(prefix: str) -> str:

@@ -8,7 +8,10 @@ and deleting a KB is one DROP SCHEMA.
 
 Versions: the KB's `meta` table records `schema_version`, as in the SQLite file; opening an
 older one runs the upgrade steps below in one transaction under a per-KB advisory lock
-(several workers may open it at once). These steps are plain PostgreSQL DDL and the KB's
+(several workers may open it at once); a new KB is made by version 1 plus every upgrade, so
+both paths run the same DDL. Version 2 adds the search tables (postgres_lexical.py,
+postgres_vectors.py); chunks stored by version 1 are analysed into them by the first process
+that opens the KB afterwards (`backfill` in meta). These steps are plain PostgreSQL DDL and the KB's
 tables are not the chat store's, so they are not Alembic revisions: the two have separate
 version records on purpose (a KB schema can be created in a database without a chat store).
 
@@ -27,7 +30,7 @@ from ...errors import KnowledgeBaseError
 from ...store.urls import DatabaseError, PostgresURL, connect
 
 APP_MARKER = "agentmodes-kb"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_KB = "default"
 
 # Version 1: the same tables as the SQLite file; vectors typed to the embedder's dimension
@@ -64,7 +67,36 @@ CREATE TABLE embeddings (
     PRIMARY KEY (embedder, text_hash)
 );
 """
-UPGRADES: dict[int, str] = {}     # version reached -> DDL from the version before
+# Version 2: search inside the database. Per chunk its analysed terms (the forward index:
+# distinct term keys in order of first occurrence, for feedback and coverage), language and
+# length; a postings table whose primary key covers (term, chunk) and includes tf and length,
+# so BM25 of a query term is one index-only range scan; document frequencies; the sum and
+# Gram matrix of the vectors per embedder (closed-form z-scores, dense.py), stored without
+# compression (random float64 does not compress, and trying costs CPU on every write).
+_VERSION_2 = """
+ALTER TABLE chunks ADD COLUMN lang smallint, ADD COLUMN doclen integer, ADD COLUMN terms bigint[];
+CREATE TABLE postings (
+    term bigint NOT NULL,
+    chunk_id bigint NOT NULL,
+    tf integer NOT NULL,
+    doclen integer NOT NULL,
+    PRIMARY KEY (term, chunk_id) INCLUDE (tf, doclen)
+);
+CREATE TABLE terms (term bigint PRIMARY KEY, df integer NOT NULL);
+CREATE TABLE vector_moments (
+    embedder text PRIMARY KEY,
+    count bigint NOT NULL,
+    total bytea NOT NULL,
+    gram bytea NOT NULL
+);
+ALTER TABLE vector_moments ALTER COLUMN total SET STORAGE EXTERNAL,
+    ALTER COLUMN gram SET STORAGE EXTERNAL;
+INSERT INTO meta (key, value) VALUES ('lexical_chunks', '0'), ('lexical_length', '0'),
+    ('lexical_en', '0'), ('lexical_de', '0') ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) SELECT 'backfill', '1' WHERE EXISTS (SELECT 1 FROM chunks)
+    ON CONFLICT (key) DO NOTHING;
+"""
+UPGRADES: dict[int, str] = {2: _VERSION_2}     # version reached -> DDL from the version before
 
 
 def schema_name(kb: str) -> str:
@@ -176,6 +208,8 @@ def _create_tables(conn: Any, schema: str) -> None:
     conn.execute(f"CREATE SCHEMA {quoted(schema)}")
     conn.execute(f"SET LOCAL search_path TO {quoted(schema)}, public")
     conn.execute(_VERSION_1)
+    for target in sorted(UPGRADES):
+        conn.execute(UPGRADES[target])
     conn.execute("INSERT INTO meta (key, value) VALUES ('app', %s), "
                  "('schema_version', %s), ('revision', '0')", (APP_MARKER, str(SCHEMA_VERSION)))
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from ...errors import KnowledgeBaseError
+from ...private_files import create_private_file, private_dir
 from ..chunking import Chunk
 from . import sqlite_schema as schema
 from . import sqlite_vectors as bookkeeping
@@ -418,7 +419,8 @@ def _check_file(path: Path, create: bool) -> None:
             raise KnowledgeBaseError(
                 f"no knowledge base at {path}; create one with `agentmodes ingest PATH --kb {path}`")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
+            create_private_file(path)       # owner-only: chunk text is the user's data
         except OSError as err:
             raise KnowledgeBaseError(f"cannot create knowledge base {path}: {err.strerror}") from None
         return

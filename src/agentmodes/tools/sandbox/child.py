@@ -15,15 +15,17 @@ Three levels (cfg["level"]):
   best-effort fallback that ctypes or a subprocess can bypass.
 
 With namespaces: the network namespace has only a downed loopback, so every connection
-fails. In the mount namespace every mount is re-mounted read-only except /tmp, which becomes
-the run's own directory; /var/tmp and /run (other users' files, unix sockets that a network
-namespace does not cover) are hidden behind empty read-only tmpfs; /dev/shm is a small
-private tmpfs (multiprocessing needs it); as root, the interpreter's prefix is re-exposed
-read-only if it sits under a directory the unprivileged uid cannot traverse (pyenv under
-/root here). Three processes then: this one (outside, mirrors the program's exit status, so
-`killpg` from the runner hits it), pid 1 of the new pid namespace (only reaps; when it dies
-the kernel kills everything left in the namespace: a fork bomb, a setsid() escape, a
-daemon), and the program (pid 2). Parent-death signals chain the three together.
+fails. The mount namespace gets a new, empty root (child_mounts.py): the Python
+installation and system libraries read-only, the run's own size-limited /tmp holding the
+program, a minimal /dev, a fresh /proc; no other file of the host. Three processes then:
+this one (outside, mirrors the program's exit status, so `killpg` from the runner hits it),
+pid 1 of the new pid namespace (only reaps; when it dies the kernel kills everything left
+in the namespace: a fork bomb, a setsid() escape, a daemon), and the program (pid 2).
+Parent-death signals chain the three together.
+
+Every level: the run joins its cgroups first (runner.py made them, when it could: one
+memory and process budget for the whole run), and the program runs under no_new_privs and
+a seccomp filter that refuses new user namespaces (child_seccomp.py).
 """
 
 # Start-up time matters (one interpreter per run): marshal and _signal are built in, while
@@ -39,15 +41,14 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MS_REC, MS_PRIVATE = 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
-# statvfs f_flag bit -> the MS_* flag a read-only bind remount must keep (locked in a userns)
-KEEP_FLAGS = {2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: 1024, 2048: 2048, 4096: 1 << 21}
-KERNEL_TREES = ("/proc", "/sys", "/dev")
 SETUP_FAILED = 125          # exit code the runner reads as "the sandbox itself failed"
 
 _libc = ctypes.CDLL(None, use_errno=True)
+# The helpers next to this file (stdlib only, like this one); -I leaves them off sys.path.
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _fail(message):
@@ -66,33 +67,6 @@ def _mount(source, target, fstype, flags, data=None):
     return _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
 
 
-def _blocking_ancestor(path):
-    """The topmost directory above `path` that 'others' cannot traverse, or None."""
-    parts = os.path.abspath(path).split("/")[1:]
-    current = ""
-    for part in parts[:-1]:
-        current += "/" + part
-        if not os.stat(current).st_mode & 0o001:
-            return current
-    return None
-
-
-def _expose_readonly(path):
-    """Make `path` (the interpreter prefix) reachable by the unprivileged uid: hide its
-    non-traversable ancestor behind a fresh tmpfs and bind the original back, read-only."""
-    hidden = _blocking_ancestor(path)
-    if hidden is None:
-        return
-    fd = os.open(path, os.O_PATH | os.O_DIRECTORY)   # keeps the original reachable once hidden
-    _check(_mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k"),
-           f"tmpfs over {hidden}")
-    os.makedirs(path, mode=0o755, exist_ok=True)
-    _check(_mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC), f"bind {path}")
-    _check(_mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV),
-           f"read-only {path}")
-    os.close(fd)
-
-
 def _map_caller(uid, gid):
     """In a new user namespace: keep the caller's own uid/gid, nothing else."""
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
@@ -101,31 +75,7 @@ def _map_caller(uid, gid):
             handle.write(text)
 
 
-def _mount_points():
-    with open("/proc/self/mountinfo") as handle:
-        points = [line.split()[4].replace("\\040", " ") for line in handle]
-    return list(dict.fromkeys(points))
-
-
-def _make_read_only(keep_writable):
-    """Remount every mount read-only, keeping its other flags (a user namespace may not
-    clear nosuid/nodev/noexec it inherited). Kernel trees are left to their own rules."""
-    for point in _mount_points():
-        if point == keep_writable or any(point == t or point.startswith(t + "/")
-                                         for t in KERNEL_TREES):
-            continue
-        try:
-            current = os.statvfs(point).f_flag
-        except OSError:
-            continue                      # hidden by a later mount
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        for bit, keep in KEEP_FLAGS.items():
-            if current & bit:
-                flags |= keep
-        _check(_mount(None, point, None, flags), f"read-only {point}")
-
-
-def _enter_namespaces(cfg):
+def _enter_namespaces(cfg, child_mounts):
     as_user = cfg["level"] == "userns"
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | (CLONE_NEWUSER if as_user else 0)
@@ -133,19 +83,20 @@ def _enter_namespaces(cfg):
     if as_user:
         _map_caller(uid, gid)
     _check(_mount(None, "/", None, MS_REC | MS_PRIVATE), "make mounts private")
-    if not as_user:
-        for path in cfg["expose"]:
-            _expose_readonly(path)
-    # The run's directory becomes /tmp: tempfile and relative paths work, nothing else shows.
-    _check(_mount(cfg["workdir"], "/tmp", None, MS_BIND), "bind workdir on /tmp")
-    _make_read_only(keep_writable="/tmp")
-    for path in ("/var/tmp", "/run", "/dev/mqueue"):
-        if os.path.isdir(path):
-            _check(_mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k"),
-                   f"read-only tmpfs on {path}")
-    if os.path.isdir("/dev/shm"):
-        _check(_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      f"size={cfg['shm_mb']}m,mode=1777"), "private /dev/shm")
+    try:
+        child_mounts.build_root(cfg, None if as_user else cfg["uid"])
+    except (child_mounts.MountError, OSError) as err:
+        _fail(f"new root: {err}")
+
+
+def _join_cgroups(paths):
+    """Put this process (and so everything it starts) into the run's cgroups."""
+    for path in paths:
+        try:
+            with open(os.path.join(path, "cgroup.procs"), "w") as handle:
+                handle.write(str(os.getpid()))
+        except OSError as err:
+            _fail(f"join cgroup {path}: {err.strerror}")
 
 
 def _mirror(pid, status_pipe):
@@ -257,13 +208,19 @@ def main():
     # If the runner dies (Ctrl-C, crash), this process dies, and the chain below with it.
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     cfg = marshal.loads(bytes.fromhex(sys.argv[1]))
+    # Imported now: once the new root is in place, this folder is out of sight.
+    sys.path.insert(0, HERE)
+    import child_mounts
+    import child_seccomp
+    sys.path.remove(HERE)
+    _join_cgroups(cfg["cgroups"])
     level = cfg["level"]
     workdir = cfg["workdir"]
     nproc = cfg["max_procs"]
     if level == "userns":
         nproc += _processes_of(os.getuid())
     if level in ("namespaces", "userns"):
-        _enter_namespaces(cfg)
+        _enter_namespaces(cfg, child_mounts)
         workdir = "/tmp"
         status_read, status_write = os.pipe()
         pid = os.fork()
@@ -273,7 +230,7 @@ def main():
         os.close(status_read)
         # If the mirror is killed (timeout), init dies, and with it the whole namespace.
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        # A container may refuse a fresh /proc; the host's then stays, read-only to us.
+        # A container may refuse a fresh /proc; /proc then stays empty (the host's is gone).
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         pid = os.fork()
         if pid:
@@ -284,12 +241,16 @@ def main():
         _drop_privileges(cfg["uid"])
     elif level == "userns":
         _drop_capabilities()
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if level == "basic":
         sys.addaudithook(_deny_network)
     else:
-        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         # Set after the uid change (which clears it): the program dies with its init.
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:
+        child_seccomp.install()
+    except OSError as err:
+        _fail(f"seccomp: {err.strerror}")
     os.umask(0o077)
     os.chdir(workdir)
     _run_program(os.path.join(workdir, cfg["program"]))

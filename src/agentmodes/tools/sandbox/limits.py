@@ -14,8 +14,9 @@ from typing import Any, Optional
 class SandboxLimits:
     timeout_s: float = 10.0          # wall clock; the whole process tree is killed after it
     cpu_s: Optional[int] = None      # RLIMIT_CPU per process; default: ceil(timeout_s) + 1
-    memory_mb: int = 1024            # RLIMIT_AS (address space) per process
-    max_procs: int = 64              # RLIMIT_NPROC for the run's own uid (threads count too)
+    memory_mb: int = 1024            # RLIMIT_AS per process, and the whole run's total (budget.py)
+    max_procs: int = 64              # processes of the whole run (threads count too)
+    tmp_mb: int = 128                # the run's /tmp (its folder): a tmpfs of this size
     max_file_mb: int = 64            # RLIMIT_FSIZE: no single file written bigger than this
     max_open_files: int = 256        # RLIMIT_NOFILE
     max_output_bytes: int = 64_000   # per stream; the rest is drained and dropped
