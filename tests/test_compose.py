@@ -191,6 +191,36 @@ def test_a_wrong_citation_is_corrected_and_an_uncited_sentence_gets_one(kb, comp
         f"Das Büro ist Montag bis Freitag von 9 bis 18 Uhr geöffnet [{hours}]."
 
 
+# -- the right kind of answer, but not the one asked for (XQuAD-en, the embedded model) ----
+PANTHERS = [
+    {"title": "Super Bowl 50", "text": "The Panthers defense gave up just 308 points, ranking "
+     "sixth in the league, while also leading the NFL in interceptions with 24 and boasting "
+     "four Pro Bowl selections."},
+    {"title": "Carolina Panthers", "text": "The Panthers won fifteen of "
+     "their sixteen games. Cam Newton threw for 3,837 yards and rushed for 636 yards. The team "
+     "scored 500 points, the most in the league. The kicker added 1 point after the last "
+     "touchdown."},
+]
+POINTS = "How many points did the Panthers defense surrender?"
+
+
+def test_a_number_that_is_not_the_one_asked_for_does_not_lead(composer):
+    result = compose(composer, "1 point. [2]", POINTS, PANTHERS, "en")
+    assert "308" in first_sentence(result.text) and result.text.endswith("[2]")
+
+
+def test_the_number_the_sources_give_stays_the_answer_even_when_terse(composer):
+    for answer in ("308 points. [1]", "The Panthers defense gave up 308 points. [1]"):
+        assert compose(composer, answer, POINTS, PANTHERS, "en").text == answer
+
+
+def test_a_truncated_repeat_of_a_kept_sentence_is_dropped(composer):
+    said = "The Panthers defense gave up just 308 points, ranking sixth in the league. [1]"
+    result = compose(composer, f"{said} The Panthers defense gave up just 308 points, rank",
+                     POINTS, PANTHERS, "en")
+    assert result.text == said and [d["reason"] for d in result.dropped] == ["repeated"]
+
+
 def test_a_sentence_in_the_wrong_language_is_dropped(kb, composer):
     sources = gathered(kb, WHEN, "Öffnungszeiten")
     hours = number_of(sources, "Montag bis Freitag von 9 bis 18 Uhr")

@@ -71,12 +71,10 @@ class Agent:
             self._llm = load_llm(None)
         return self._llm
 
-    def episode(self, query: str, history: Optional[Sequence[HistoryTurn]] = None) -> Episode:
-        """Validate the input and set up one run (prompt, tools, budget) without starting it."""
-        question = (query or "").strip()
-        if not question:
-            raise AgentModesError("the question is empty: ask something, e.g. "
-                                  "agentmodes ask \"What are the opening hours?\"")
+    def prompt(self, question: str) -> tuple[ModeSpec, str, Any, str]:
+        """The mode, language, tools and system prompt of a run on `question`: what the
+        model is told (the answer composer also reads it, to drop text copied from it, and
+        `bench answers --recompose` rebuilds it for a logged run)."""
         settings = self.settings
         spec = STEP_MODES.get(settings.agent_mode)
         if spec is None:
@@ -86,6 +84,16 @@ class Agent:
         tools = build_tools(settings, self.knowledge, lang=lang, extra=self.extra_tools)
         system = prompts.system_prompt(spec.name, settings, lang,
                                        tools.listing(lang, include_respond=spec.lists_respond))
+        return spec, lang, tools, system
+
+    def episode(self, query: str, history: Optional[Sequence[HistoryTurn]] = None) -> Episode:
+        """Validate the input and set up one run (prompt, tools, budget) without starting it."""
+        question = (query or "").strip()
+        if not question:
+            raise AgentModesError("the question is empty: ask something, e.g. "
+                                  "agentmodes ask \"What are the opening hours?\"")
+        settings = self.settings
+        spec, lang, tools, system = self.prompt(question)
         llm = self.llm
         return Episode(spec, llm, tools, question=question, system=system,
                        max_iterations=settings.max_iterations, lang=lang,

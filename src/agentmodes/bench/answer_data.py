@@ -24,6 +24,10 @@ from .codedata import DataError, data_root
 from .runs import PROJECT_ROOT, slug
 
 DATASETS = ("xquad-en", "hotpotqa")
+SPLITS = ("bench", "calibration")
+# `bench answers --limit 240` on XQuAD-en is the reported sample; the composer's thresholds,
+# weights and lead margin are fitted on questions outside it (bench/compose_calibration.py)
+BENCH_SAMPLE = 240
 CACHE_DIR = PROJECT_ROOT / ".cache" / "answers"
 
 
@@ -45,11 +49,22 @@ class QASet:
     def sample(self, limit: Optional[int], *, exclude: Sequence[str] = ()) -> list[QA]:
         """`limit` questions spread evenly over the set (XQuAD's questions come grouped by
         article: the first 200 would be four topics), deterministic; `exclude` ids left out."""
-        pool = [q for q in self.questions if q.id not in set(exclude)]
+        excluded = set(exclude)
+        pool = [q for q in self.questions if q.id not in excluded]
         if not limit or limit >= len(pool):
             return pool
         step = len(pool) / limit
         return [pool[int(i * step)] for i in range(limit)]
+
+    def split(self, name: str, limit: Optional[int]) -> list[QA]:
+        """"bench": the reported sample (`limit` questions spread over the set);
+        "calibration": `limit` questions spread over the rest once the BENCH_SAMPLE-question
+        bench sample is left out, for tuning the composer without scoring what was tuned."""
+        if name == "bench":
+            return self.sample(limit)
+        if name == "calibration":
+            return self.sample(limit, exclude={q.id for q in self.sample(BENCH_SAMPLE)})
+        raise DataError(f"unknown split {name!r} (use {', '.join(SPLITS)})")
 
 
 def load_qa(name: str, data_dir: Any = None) -> QASet:

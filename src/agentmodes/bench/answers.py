@@ -87,17 +87,44 @@ def cited_passages(text: str, sources: list[dict]) -> set:
     return {by_n.get(n) for n in citations(text or "")} - {None}
 
 
-def score_record(rec: dict, composer: Composer, recompose: bool) -> dict[str, dict]:
+class RunComposer:
+    """Composes a logged run's answer as its loop did (modes/answering.py): the same
+    composer, the run's system prompt and final-answer prompt as the text copied from the
+    prompt, the mode's language and "not found" line. The prompt is rebuilt from the
+    settings (Agent.prompt), so a log needs no copy of it."""
+
+    def __init__(self, composer: Composer, kb: Any, dataset: str):
+        self.composer, self.kb, self.dataset = composer, kb, dataset
+        self._prompts: dict[tuple[str, str], tuple[str, tuple[str, str]]] = {}
+
+    def compose(self, model_text: str, question: str, mode: str, sources: Sequence[Any]):
+        from .. import prompts
+        from ..agent import Agent
+
+        lang = prompts.choose_language(settings_for(self.dataset, mode), question)
+        key = (mode, lang)
+        if key not in self._prompts:
+            _, lang, _, system = Agent(knowledge=self.kb,
+                                       settings=settings_for(self.dataset, mode)).prompt(question)
+            self._prompts[key] = (lang, (system, prompts.load("final_answer", lang)))
+        lang, prompt_texts = self._prompts[key]
+        not_found = prompts.fill(prompts.load("not_found", lang), QUESTION=question)
+        return self.composer.compose(model_text, question, sources, lang=lang,
+                                     prompt_texts=prompt_texts, not_found=not_found)
+
+
+def score_record(rec: dict, run_composer: RunComposer, recompose: bool) -> dict[str, dict]:
     """The four variants' scores for one logged question (bm25-sentence is added apart)."""
     sources = rec.get("sources") or []
     gold, answers = set(rec.get("gold") or ()), rec.get("answers") or []
+    mode = rec.get("variant", "reflact")
     out = {}
     model = rec.get("model_answer") or ""
     composed = rec.get("answer") or ""
     if recompose:
-        composed = composer.compose(model, rec["question"], sources, lang="en").text
+        composed = run_composer.compose(model, rec["question"], mode, sources).text
     started = time.perf_counter()
-    extractive = composer.compose("", rec["question"], sources, lang="en").text
+    extractive = run_composer.compose("", rec["question"], mode, sources).text
     extract_s = time.perf_counter() - started
     for name, text in (("model", model), ("composed", composed), ("extractive", extractive)):
         out[name] = {**score(text, cited_passages(text, sources), answers, gold), "text": text}
@@ -131,26 +158,37 @@ class SentenceBaseline:
 
 
 # -- the run ---------------------------------------------------------------------------------
+def spread(items: Sequence[Any]) -> list[Any]:
+    """`items` in bit-reversed index order, so that the questions a stopped run has done are
+    spread over the whole sample (XQuAD's come grouped by article: in order, a run stopped
+    at a third would have seen a third of the topics). The report is the same either way."""
+    bits = max(1, (len(items) - 1).bit_length())
+    key = lambda i: int(f"{i:0{bits}b}"[::-1], 2)
+    return [items[i] for i in sorted(range(len(items)), key=key)]
+
+
 def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Sequence[str],
                 limit: Optional[int], data_dir: Any = None, out_dir: Optional[Path] = None,
                 recompose: bool = False, show_progress: bool = True,
                 shard: tuple[int, int] = (0, 1), fresh: bool = False,
-                logged_only: bool = False) -> list[tuple[Report, dict[str, Path]]]:
+                logged_only: bool = False, split: str = "bench"
+                ) -> list[tuple[Report, dict[str, Path]]]:
     from ..knowledge.base import KnowledgeBase
 
     out_dir = results_dir(out_dir)
     written = []
     for name in datasets:
         qa = load_qa(name, data_dir)
-        questions = qa.sample(limit)
+        questions = qa.split(split, limit)
+        run_name = name if split == "bench" else f"{name}-{split}"
         kb_path, stems = build_kb(qa)
         with KnowledgeBase.open(kb_path, create=False) as kb:
             composer = Composer(embedder=lambda kb=kb: kb.embedder)
             by_id = {q.id: q for q in questions}
             records = []
-            mine = [q for i, q in enumerate(questions) if i % shard[1] == shard[0]]
+            mine = spread([q for i, q in enumerate(questions) if i % shard[1] == shard[0]])
             for mode in modes:
-                log = RunLog(out_dir / "runs" / "answers" / f"{name}_{mode}_{slug(llm_label)}.jsonl",
+                log = RunLog(out_dir / "runs" / "answers" / f"{run_name}_{mode}_{slug(llm_label)}.jsonl",
                              fresh=fresh and shard[0] == 0)
                 if logged_only:             # score what the log has, run nothing
                     done = log.done()
@@ -168,13 +206,14 @@ def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Seq
             if logged_only:
                 ids = {r["task_id"] for r in records}
                 questions = [q for q in questions if q.id in ids]
-            report = summarize(name, qa, questions, records, modes, composer, recompose)
+            report = summarize(name, qa, questions, records, modes,
+                               RunComposer(composer, kb, name), recompose)
             if logged_only:
                 report.meta["sample"] = (f"{len(questions)} of the {limit or len(qa.questions)}"
                                          "-question sample finished so far (--logged-only)")
-        report.meta.update({"llm": llm_label, "recomposed": recompose,
+        report.meta.update({"llm": llm_label, "recomposed": recompose, "split": split,
                             "resumed": resumed_note(records)})
-        stem = f"answers_{name}_{slug(llm_label)}" + (f"_limit{limit}" if limit else "")
+        stem = f"answers_{run_name}_{slug(llm_label)}" + (f"_limit{limit}" if limit else "")
         paths = write(report, out_dir, stem)
         written.append((report, paths))
     return written
@@ -190,14 +229,14 @@ COLUMNS = [Column("both", "gold in 300 chars + gold cited"), Column("in_lead", "
 
 
 def summarize(name: str, qa: QASet, questions: list[QA], records: list[dict],
-              modes: Sequence[str], composer: Composer, recompose: bool) -> Report:
+              modes: Sequence[str], run_composer: RunComposer, recompose: bool) -> Report:
     rows, tasks = [], []
     baseline = SentenceBaseline(qa)
     by_id = {q.id: q for q in questions}
     for mode in modes:
         mine = [r for r in records if r.get("variant") == mode]
         ok = [r for r in mine if not r.get("error")]
-        scored = [score_record(r, composer, recompose) for r in ok]
+        scored = [score_record(r, run_composer, recompose) for r in ok]
         tokens = mean([r.get("prompt_tokens", 0) + r.get("completion_tokens", 0) for r in ok])
         run_time = mean([r.get("run_s", r.get("time_s", 0)) for r in ok])
         for variant in ("model", "composed", "extractive"):

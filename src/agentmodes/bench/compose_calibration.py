@@ -37,10 +37,9 @@ from ..modes.answer_types import question_types
 from ..modes.compose import Composer
 from ..modes.support import SupportJudge, numbers_of
 from ..tools.search import hit_to_source
-from .answer_data import QA, build_kb, load_qa, passage_of
+from .answer_data import BENCH_SAMPLE, QA, build_kb, load_qa, passage_of
 from .results import results_dir, write_results
 
-BENCH_SAMPLE = 240            # `bench answers --limit 240`: left out of the calibration
 GRID = {"alpha": (0.3, 0.5, 0.7), "kind": (0.5, 1.5, 3.0), "confidence": (0.0, 1.0, 2.0),
         "order": (0.0, 0.3, 1.0)}
 
@@ -167,8 +166,8 @@ def main(argv: Any = None) -> None:
     parser.add_argument("--data", default=None)
     args = parser.parse_args(argv)
     qa = load_qa("xquad-en", args.data)
-    held_out = {q.id for q in qa.sample(BENCH_SAMPLE)}
-    pool = qa.sample(args.questions, exclude=held_out)
+    pool = qa.split("calibration", args.questions)      # never a question the bench scores
+    held_out = {q.id for q in qa.split("bench", BENCH_SAMPLE)}
     by_passage: dict[str, list[QA]] = {}
     for q in qa.questions:
         if q.id not in held_out:

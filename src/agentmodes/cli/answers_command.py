@@ -31,6 +31,9 @@ def answers(
         "run log; a run without --shard then writes the report.")),
     logged_only: bool = typer.Option(False, "--logged-only", help=(
         "Report on the questions the run log already has; run nothing (a partial run).")),
+    split: str = typer.Option("bench", "--split", help=(
+        "bench: the reported sample; calibration: questions outside the 240-question bench "
+        "sample (the composer's lead margin is fitted on these).")),
     data: Optional[Path] = DATA_OPTION,
     json_out: bool = typer.Option(False, "--json", help=output.JSON_HELP),
 ) -> None:
@@ -42,7 +45,7 @@ def answers(
       agentmodes bench answers --datasets xquad-en --limit 20
       agentmodes bench answers --llm openai:gpt-4o-mini --modes act,reflact
     """
-    from ..bench.answer_data import DATASETS, load_qa
+    from ..bench.answer_data import DATASETS, SPLITS, load_qa
     from ..bench.answers import run_answers
     from ..bench.hotpotqa import MODES
     from ..bench.runs import parse_names
@@ -56,6 +59,7 @@ def answers(
     except ValueError:
         raise typer.BadParameter(f"--shard takes K/N with 0 <= K < N, not {shard!r}") from None
     mode_names = parse_names(modes, MODES, "mode")
+    split = parse_names(split, SPLITS, "split")[0]
     for name in sets:
         load_qa(name, data)                      # bad data fails before the model loads
     spec = llm_spec(llm)
@@ -63,5 +67,6 @@ def answers(
                                      modes=mode_names, limit=limit, data_dir=data,
                                      out_dir=out, recompose=recompose,
                                      show_progress=not (json_out or output.quiet()),
-                                     shard=(k, n), fresh=fresh, logged_only=logged_only):
+                                     shard=(k, n), fresh=fresh, logged_only=logged_only,
+                                     split=split):
         _finish(report, paths, json_out)

@@ -98,6 +98,24 @@ def evidence(text: str, kinds: Iterable[str]) -> set[str]:
     return {k for k in kinds if _EVIDENCE[k].search(text)}
 
 
+_DIGITS = re.compile(r"\d[\d.,]*\d|\d")
+_VALUE_WORD = re.compile(r"[^\W\d_]{2,}")
+_UNITS = {"am", "pm", "uhr", "in", "at", "the", "im", "bei", "nach", "aus", "near"}  # no answer
+
+
+def values(text: str, kind: str) -> set[str]:
+    """What the text says of that kind, comparable across sentences: its numbers as digits
+    ("1,015" -> "1015") and the words of its matches ("Kawann Short" -> kawann, short; not
+    units or prepositions: "9 am" and "10 am" do not agree), so
+    that two sentences can be seen to give the same answer or different ones."""
+    found = {re.sub(r"\D", "", m) for m in _DIGITS.findall(text)} \
+        if kind in (NUMBER, TIME, CONTACT) else set()
+    for m in _EVIDENCE[kind].finditer(text):       # "Mo-Fr" -> mo, fr; "9 am" -> 9
+        found |= {w.lower() for w in _VALUE_WORD.findall(m.group(0))
+                  if w.lower() not in _UNITS}
+    return found
+
+
 def density(text: str, kind: str, cap: int = 4) -> float:
     """How much content of that kind the text has, 0..1 (matches, capped): "Mo-Fr 9-18 Uhr,
     Sa nach Vereinbarung" says more about opening hours than "founded in 2014"."""
