@@ -239,6 +239,17 @@ def test_without_sources_the_model_text_stays_and_junk_is_not_found(composer):
 
 
 # -- statements --------------------------------------------------------------------------
+def test_a_new_citation_replaces_the_old_where_a_writer_puts_it():
+    from agentmodes.modes.statements import recite
+
+    assert recite("Montag bis Freitag geöffnet [1].", (2,)) == "Montag bis Freitag geöffnet [2]."
+    assert recite("Open on weekdays", (1, 3)) == "Open on weekdays [1, 3]"
+    # cut off by the token limit after an opened citation
+    assert recite("inhabited by the Timucua people, [", (5,)) == \
+        "inhabited by the Timucua people [5]"
+    assert recite("Is it open? [4]", (2,)) == "Is it open [2]?"
+
+
 def test_statements_keep_spans_and_block_citations():
     text = ("Mo-Fr 9-18 Uhr. Samstags nach Vereinbarung. [1]\n\nKontakt:\n- Telefon: 0911 1\n"
             "- E-Mail: a@b.de [2]")

@@ -30,13 +30,15 @@ _ABBREVIATION_END = re.compile(r"\b(?:zzgl|inkl|ca|bzw|vgl|evtl|ggf|usw|etc|z\. 
 _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+\S.*|[^.!?\n]{1,60}:)[ \t]*$")
 _CITED_RE = re.compile(r"[ \t]*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 _END_PUNCT_RE = re.compile(r"([.!?…:;]+)$")
+_DANGLING_RE = re.compile(r"[\s\[(,]+$")
 
 
 def recite(text: str, cites: tuple[int, ...]) -> str:
     """`text` citing `cites` instead of what it cited: the old [n] go with the space before
     them, and the new one goes where a writer puts it, before the closing punctuation
-    ("geöffnet [2]." rather than "geöffnet . [2]")."""
-    bare = _CITED_RE.sub("", text).rstrip()
+    ("geöffnet [2]." rather than "geöffnet . [2]"; "people [5]" rather than "people, [ [5]")."""
+    # a sentence cut off by the token limit can end in an opened "[" or "(" or a comma
+    bare = _DANGLING_RE.sub("", _CITED_RE.sub("", text))
     mark = f" [{', '.join(map(str, cites))}]"
     end = _END_PUNCT_RE.search(bare)
     if end is None:
