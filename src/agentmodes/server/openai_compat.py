@@ -35,7 +35,7 @@ from typing import Any, Literal, Optional, Union
 
 import numpy as np
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import AgentModesError
@@ -45,7 +45,7 @@ from .auth import chat_rate, chat_scope, principal_of
 from .openai_errors import error_body
 from .openai_stream import KEEPALIVE, ReasoningText, keepalive_seconds, with_keepalive
 from .schemas import StrictModel
-from .streaming import events_of, open_stream, sse
+from .streaming import events_of, open_stream, sse, sse_response
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"], dependencies=[chat_scope])
 MAX_EMBED_INPUTS = 2048
@@ -177,8 +177,7 @@ async def chat_completions(body: CompletionRequest, request: Request):
     reply = _Reply(body.model, structured is not None)
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return StreamingResponse(reply.chunks(gen, include_usage), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return sse_response(reply.chunks(gen, include_usage))
     return await reply.whole(gen)
 
 

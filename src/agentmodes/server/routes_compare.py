@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from ..compare.live import chatbot_lanes, compare_stream
 from .auth import chat_rate, chat_scope
 from .schemas import StrictModel
-from .streaming import events_of, open_stream, sse
+from .streaming import open_stream, sse_events
 
 router = APIRouter(prefix="/api", tags=["streaming"])
 StepMode = Literal["act", "react", "reflact", "plan-and-solve"]
@@ -47,11 +47,4 @@ async def compare(name: str, body: CompareRequest, request: Request) -> Streamin
         return compare_stream(lanes, parallel)
 
     gen = await open_stream(request, start)     # one run slot for the whole comparison
-
-    async def frames():
-        async with events_of(gen) as events:
-            async for frame in events:
-                yield sse(frame)
-
-    return StreamingResponse(frames(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return sse_events(gen)

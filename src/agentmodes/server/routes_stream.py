@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 from pydantic import ValidationError
 
 from ..errors import AgentModesError
@@ -36,7 +36,7 @@ from .admission import Busy
 from .auth import AuthError, authorize, bearer_token, chat_rate, chat_scope, principal_of
 from .config import ServerConfig
 from .schemas import ChatRequest
-from .streaming import cancel_on_disconnect, events_of, open_stream, sse
+from .streaming import cancel_on_disconnect, events_of, open_stream, sse_events
 
 router = APIRouter(prefix="/api", tags=["streaming"])
 log = logging.getLogger("agentmodes.server")
@@ -55,13 +55,7 @@ async def chat_sse(body: ChatRequest, request: Request) -> Response:
     if gen is None:
         return Response(status_code=499)
 
-    async def frames():
-        async with events_of(gen) as events:
-            async for event in events:
-                yield sse(event)
-
-    return StreamingResponse(frames(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return sse_events(gen)
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from typing import Any, AsyncIterator, Callable, Iterator
 import anyio
 import anyio.to_thread
 from starlette.requests import HTTPConnection, Request
+from starlette.responses import StreamingResponse
 
 from ..events import Event
 from .admission import RunPool, SlotHolder
@@ -84,6 +85,24 @@ async def events_of(gen: Iterator[Event]) -> AsyncIterator[AsyncIterator[Event]]
         with anyio.CancelScope(shield=True):
             await loop.run_in_executor(worker, gen.close)
         worker.shutdown(wait=False)
+
+
+# Proxies (nginx) pass the stream through unbuffered; browsers never cache it.
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:
+    return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def sse_events(gen: Iterator[Event]) -> StreamingResponse:
+    """A started run's events (open_stream) as one `data:` JSON frame each."""
+    async def frames() -> AsyncIterator[str]:
+        async with events_of(gen) as events:
+            async for event in events:
+                yield sse(event)
+
+    return sse_response(frames())
 
 
 def sse(data: Any, event: str | None = None) -> str:
