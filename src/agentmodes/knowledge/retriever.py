@@ -23,6 +23,7 @@ the same scale in every mode.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,22 +84,26 @@ class DenseRun(Protocol):
     def top(self) -> int | None: ...                  # the row this pass ranks first
 
 
-class Retriever:
-    """Search logic over a lexical and a dense source; subclasses implement the hooks."""
+class Retriever(ABC):
+    """Search logic over a lexical and a dense source, written once for both backends
+    (searcher.Searcher on SQLite, backends/postgres_search.PostgresSearcher); each backend
+    implements the abstract hooks, so a backend missing one cannot be instantiated."""
 
     embedder: Embedder | None
     weights: HybridWeights = DEFAULT_WEIGHTS
 
     # -- hooks ----------------------------------------------------------------------------
 
+    @abstractmethod
     def __len__(self) -> int:
         """Live chunks (searchable lexically)."""
-        raise NotImplementedError
+        ...
 
     @property
+    @abstractmethod
     def vector_count(self) -> int:
         """Live chunks with a vector."""
-        raise NotImplementedError
+        ...
 
     @property
     def exact(self) -> bool:
@@ -106,42 +111,53 @@ class Retriever:
         return False
 
     def all_rows(self) -> np.ndarray:
-        raise NotImplementedError
+        """Every live row: asked only of a retriever whose `exact` is True (in memory)."""
+        raise TypeError(f"{type(self).__name__} is not exact: hybrid never asks it for all rows")
 
+    @abstractmethod
     def query_terms(self, query: str) -> list[int]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def lexical_run(self, terms: list[int]) -> LexicalRun:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def dense_run(self, vector: np.ndarray) -> DenseRun:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def dense_moments(self, vector: np.ndarray) -> Moments:
         """Mean and spread of the vector's cosines over all vectors (no scores needed)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def feedback_proposals(self, vector: np.ndarray) -> np.ndarray | None:
         """Rows the feedback query vector proposes (None: the first pass proposed enough)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def vector(self, row: int) -> np.ndarray | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def dots(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """Inner product of each row's vector with `vector` (0 where no vector)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def expansion_terms(self, row: int, n: int) -> list[int]:
         """The row's n rarest distinct terms (pseudo-relevance feedback, lexical.py)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def coverage(self, terms: list[int], rows: np.ndarray) -> np.ndarray:
         """Share of the distinct query terms found in each row (0..1)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def chunk_ids(self, rows: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        ...
 
     def prefetch(self, rows: np.ndarray, *runs: LexicalRun | DenseRun | None) -> None:
         """The runs will be asked for these rows next: a source that fetches scores from a
