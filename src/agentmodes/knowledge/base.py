@@ -175,7 +175,8 @@ class KnowledgeBase:
         try:
             report = ingest_paths(self._store,
                                   as_path_list([p for p in given if not is_url(p)]),
-                                  chunking=self.chunking, progress=saving, force=force)
+                                  chunking=self.chunking, progress=saving, force=force,
+                                  language=self.language)
             if urls:
                 from .web_pages import ingest_urls  # httpx: only when there are URLs
 
