@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .results import write_results
-from .retrieval_report import markdown_table, print_sections
+from .retrieval_report import print_sections
+from .scale_postgres_report import write_sections
 from .scale_report import _f
 
 NOTE = ("The KB's nearest-vectors statement (SEMANTIC_CANDIDATES = 256 rows, ef_search 256) on "
@@ -48,9 +48,7 @@ def print_report(results: dict, console: Console | None = None) -> None:
 
 
 def write_report(results: dict, out_dir: Path) -> tuple[Path, Path]:
-    parts = [f"# PostgreSQL: exact vector scan vs HNSW\n\nMeasured {results['measured']} by "
-             f"`agentmodes bench pg-hnsw --sizes "
-             f"{','.join(str(r['vectors']) for r in results['sizes'])}`.\n"]
-    for title, headers, table, note in _sections(results):
-        parts.append(f"## {title}\n\n{note}\n\n{markdown_table(headers, table)}\n")
-    return write_results(out_dir, "pg_hnsw", results, "\n".join(parts))
+    sizes = ",".join(str(r["vectors"]) for r in results["sizes"])
+    return write_sections(out_dir, "pg_hnsw", "# PostgreSQL: exact vector scan vs HNSW\n\n"
+                          f"Measured {results['measured']} by `agentmodes bench pg-hnsw "
+                          f"--sizes {sizes}`.\n", _sections(results), results)

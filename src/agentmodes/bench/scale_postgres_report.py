@@ -80,10 +80,17 @@ def print_report(results: dict, console: Console | None = None) -> None:
     print_sections(_sections(results), console)
 
 
-def write_report(results: dict, out_dir: Path) -> tuple[Path, Path]:
-    parts = [f"# Scale benchmark: PostgreSQL beside SQLite\n\nMeasured {results['measured']} "
-             f"by `agentmodes bench scale --backends {','.join(results['backends'])}` on "
-             f"{results['machine']}.\n"]
-    for title, headers, rows, note in _sections(results):
+def write_sections(out_dir: Path, stem: str, heading: str, sections: list,
+                   results: dict) -> tuple[Path, Path]:
+    """`results` as <stem>.json and the sections as <stem>.md under a heading."""
+    parts = [heading]
+    for title, headers, rows, note in sections:
         parts.append(f"## {title}\n\n{note}\n\n{markdown_table(headers, rows)}\n")
-    return write_results(out_dir, "scale_postgresql", results, "\n".join(parts))
+    return write_results(out_dir, stem, results, "\n".join(parts))
+
+
+def write_report(results: dict, out_dir: Path) -> tuple[Path, Path]:
+    return write_sections(out_dir, "scale_postgresql", "# Scale benchmark: PostgreSQL beside "
+                          f"SQLite\n\nMeasured {results['measured']} by `agentmodes bench "
+                          f"scale --backends {','.join(results['backends'])}` on "
+                          f"{results['machine']}.\n", _sections(results), results)
