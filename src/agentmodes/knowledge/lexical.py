@@ -308,10 +308,25 @@ class LexicalIndex:
         """Share of the distinct query terms that occur in each given row (0..1).
 
         Unlike a BM25 score this does not depend on corpus size, which makes it a useful
-        confidence feature in a knowledge base of five chunks as in one of 100k.
+        confidence feature in a knowledge base of five chunks as in one of 100k. Looked up
+        in the terms' posting lists (binary search; the query just read them) rather than
+        in each row's forward index, whose pages a search would otherwise bring in (a
+        memory-mapped segment's fwd_keys were 40% of its bytes, resident after a few
+        hundred searches at 100k chunks).
         """
-        distinct = set(terms)
-        if not distinct:
-            return np.zeros(len(rows), dtype=np.float32)
-        return np.array([len(distinct.intersection(self.row_keys(int(r)).tolist()))
-                         / len(distinct) for r in rows], dtype=np.float32)
+        distinct = np.unique(np.asarray(terms, dtype=np.int64))
+        rows = np.asarray(rows, dtype=np.int64)
+        found = np.zeros(len(rows), dtype=np.int64)
+        if not len(distinct) or not len(rows):
+            return found.astype(np.float32)
+        for offset, segment in self._parts():
+            inside = np.flatnonzero((rows >= offset) & (rows < offset + segment.n))
+            if not len(inside):
+                continue
+            local = (rows[inside] - offset).astype(segment.rows.dtype)
+            start, stop = segment.find(distinct)
+            for j in np.flatnonzero(stop > start).tolist():
+                postings = segment.rows[start[j]:stop[j]]  # ascending within a term
+                pos = np.minimum(np.searchsorted(postings, local), len(postings) - 1)
+                found[inside[postings[pos] == local]] += 1
+        return (found / len(distinct)).astype(np.float32)

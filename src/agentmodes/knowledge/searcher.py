@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .analysis import Analyzer, LanguageSetting
-from .dense import DenseIndex, dot_rows
+from .dense import DenseIndex
 from .embedders import Embedder
 from .fusion import DEFAULT_WEIGHTS, HybridWeights, Moments
 from .lexical import LexicalIndex, top_k
@@ -108,7 +108,7 @@ class Searcher(Retriever):
         return self.dense.vector(row)
 
     def dots(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
-        return dot_rows(self.dense.gather(rows), vector)
+        return self.dense.rescore(rows, vector)[:, 0]
 
     def expansion_terms(self, row: int, n: int) -> list[int]:
         return self.lexical.expansion_terms(row, n)
@@ -140,7 +140,7 @@ class _LexicalScores:
 
 class _DenseScores:
     """A DenseRun: every row's cosine when there is no graph, else graph candidates rescored
-    with the exact vectors and closed-form moments (dense.py)."""
+    (DenseIndex.rescore: from the float16 copy) and closed-form moments (dense.py)."""
 
     def __init__(self, dense: DenseIndex, vector: np.ndarray, n_rows: int, exact: bool) -> None:
         self.dense, self.vector, self.n_rows, self.exact = dense, vector, n_rows, exact
@@ -155,7 +155,7 @@ class _DenseScores:
     def at(self, rows: np.ndarray) -> np.ndarray:
         if self.scores is not None:
             return self.scores[rows]
-        return dot_rows(self.dense.gather(rows), self.vector)
+        return self.dense.rescore(rows, self.vector)[:, 0]
 
     def has(self, rows: np.ndarray) -> np.ndarray:
         return self.dense.has_vector(self.n_rows)[rows]
@@ -165,7 +165,7 @@ class _DenseScores:
             rows = self.dense.best_rows(self.scores, count)
             return rows, self.scores[rows]
         found = self.dense.candidates(self.vector, max(count, SEMANTIC_CANDIDATES), self.n_rows)
-        found_cosine = dot_rows(self.dense.gather(found), self.vector)
+        found_cosine = self.dense.rescore(found, self.vector)[:, 0]
         order = top_k(found_cosine, count)
         return found[order], found_cosine[order]
 
