@@ -180,11 +180,13 @@ class DenseIndex:
             keys, matrix = cached
             pos = np.minimum(np.searchsorted(keys, rows), len(keys) - 1)
             found = keys[pos] == rows
-            out[found] = matrix[pos[found]]
+            at = np.flatnonzero(found)  # integer take: boolean 2-d indexing costs 4x more
+            out[at] = np.take(matrix, pos[at], axis=0)
             need &= ~found
         need &= rows < len(self._half)
-        if need.any():
-            out[need] = np.take(self._half, rows[need], axis=0)
+        at = np.flatnonzero(need)
+        if len(at):
+            out[at] = np.take(self._half, rows[at], axis=0)
         if len(rows) > 1 and bool(np.all(rows[1:] > rows[:-1])):  # sorted: searchable later
             self._gathered = (rows, out)
         return out
@@ -285,7 +287,8 @@ class DenseIndex:
         best = top_k(scores, count)
         return best[self._valid(best)]
 
-    def candidates(self, query: np.ndarray, count: int, n_rows: int) -> np.ndarray:
+    def candidates(self, query: np.ndarray, count: int, n_rows: int,
+                   expansion: int | None = None) -> np.ndarray:
         """Rows of about the `count` best vectors: exact over all rows, or proposed by the
         approximate index and then the in-memory rows."""
         if self.ann is None:
@@ -296,7 +299,8 @@ class DenseIndex:
         outside = outside[self._valid(outside)]
         if len(outside) > count:  # many rows in no graph yet (a long ingest): their best
             outside = outside[top_k(self._exact_scores(outside, query), count)]
-        rows = self.ann.search(query, count)
+        rows = self.ann.search(query, count) if expansion is None else \
+            self.ann.search(query, count, expansion)
         rows = rows[rows < n_rows]
         return np.union1d(rows[self._valid(rows)], outside)
 
