@@ -145,13 +145,16 @@ def test_a_graph_set_asks_each_graph_for_a_share_of_the_candidates():
         def __len__(self):
             return self.size
 
-        def search(self, query, count):
-            self.asked.append(count)
+        def search(self, query, count, expansion):
+            self.asked.append((count, expansion))
             return __import__("numpy").arange(count)
 
     big, small = Graph(9_000), Graph(1_000)
     rows = ann.GraphSet([big, small]).search(None, 256)
-    assert big.asked == [256] and small.asked == [52] and len(rows) == 308
+    assert big.asked == [(256, ann.EXPANSION_SEARCH)] and small.asked == [(52, ann.EXPANSION_SEARCH)]
+    assert len(rows) == 308
+    ann.GraphSet([big]).search(None, 128, expansion=128)  # hybrid's feedback search
+    assert big.asked[-1] == (128, 128)
 
 
 def _half_copy(db: Path) -> tuple[dict, "np.ndarray", "np.ndarray"]:
