@@ -114,6 +114,9 @@ def _recall_against_exact(base, queries: list[str], k: int) -> dict:
     """recall@k of the shipped hybrid/semantic search against exhaustive scoring."""
     from ..knowledge import searcher as searcher_module
 
+    if hasattr(base._index, "exact"):            # PostgreSQL: exact scans vs pgvector HNSW
+        from .scale_postgres import recall_against_exact
+        return recall_against_exact(base, queries, k)
     searcher = base._index.searcher()
     if searcher.dense.ann is None and searcher.lexical.n_rows <= searcher_module.EXACT_ROWS:
         return {"hybrid": 1.0, "semantic": 1.0, "note": "exact at this size"}

@@ -174,13 +174,18 @@ def ensure_index(conninfo: str, schema: str, embedder: str, dim: int, count: int
                 return False
             conn.execute(f"SET maintenance_work_mem = {literal(BUILD_MEMORY)}")
             log.info("building the HNSW index of %s (%d vectors)", schema, count)
-            conn.execute(f'CREATE INDEX CONCURRENTLY "{name}" ON embeddings USING hnsw '
-                         f"((vector::vector({dim})) vector_cosine_ops) WITH (m = {HNSW_M}, "
-                         f"ef_construction = {HNSW_EF_CONSTRUCTION}) "
-                         f"WHERE embedder = {literal(embedder)}")
+            conn.execute(index_sql(embedder, dim, concurrently=True))
             return True
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+
+def index_sql(embedder: str, dim: int, concurrently: bool = False) -> str:
+    """CREATE INDEX of the embedder's HNSW index (also what bench pg-hnsw builds)."""
+    return (f'CREATE INDEX {"CONCURRENTLY " if concurrently else ""}"{index_name(embedder)}" '
+            f"ON embeddings USING hnsw ((vector::vector({dim})) vector_cosine_ops) WITH "
+            f"(m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+            f"WHERE embedder = {literal(embedder)}")
 
 
 def drop_indexes_except(conn: Any, embedder: str | None) -> None:
