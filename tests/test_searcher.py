@@ -91,3 +91,24 @@ def test_dense_replaces_vectors_and_rejects_wrong_dimensions():
     searcher.add_vectors([4], embedder.embed_passages([DOCS[2]]))
     top = searcher.search(DOCS[2], mode="semantic", k=2)
     assert {h.chunk_id for h in top} == {2, 4}
+
+
+def test_coverage_from_the_postings_equals_the_share_of_query_terms_in_each_chunk(monkeypatch):
+    """coverage reads the query terms' posting lists, across frozen segments and the tail."""
+    from agentmodes.knowledge import lexical
+
+    monkeypatch.setattr(lexical, "TAIL_ROWS", 2)  # two segments (5 + 2 rows) and a tail
+    texts = ["red apples and green pears", "green tea", "apples apples", "blue sky",
+             "red sky at night", "pears", "tea with apples", "red tea"]
+    searcher = Searcher([], [])
+    for first, stop in ((0, 5), (5, 7), (7, 8)):
+        searcher.add(list(range(10 + first, 10 + stop)), texts[first:stop])
+    index = searcher.lexical
+    assert len(index.segments) >= 2 and index._tail
+    terms = index.query_terms("red apples with tea")
+    rows = np.arange(len(texts))
+    expected = [len(set(terms) & set(index.row_keys(r).tolist())) / len(set(terms))
+                for r in rows]
+    assert index.coverage(terms, rows).tolist() == pytest.approx(expected)
+    assert index.coverage(terms, rows[::-1]).tolist() == pytest.approx(expected[::-1])
+    assert max(expected) > 0.5 and min(expected) == 0.0

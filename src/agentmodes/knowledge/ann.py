@@ -82,10 +82,13 @@ class ApproximateIndex:
         """The rows (keys) in this graph."""
         return np.asarray(self._index.keys, dtype=np.int64)
 
-    def search(self, query: np.ndarray, count: int) -> np.ndarray:
-        """Rows of (about) the `count` nearest vectors."""
+    def search(self, query: np.ndarray, count: int, expansion: int = EXPANSION_SEARCH
+               ) -> np.ndarray:
+        """Rows of (about) the `count` nearest vectors, exploring `expansion` (ef) of them."""
         if not len(self._index):
             return np.zeros(0, dtype=np.int64)
+        if self._index.expansion_search != expansion:
+            self._index.expansion_search = expansion
         matches = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
         return np.asarray(matches.keys, dtype=np.int64)
 
@@ -102,12 +105,14 @@ class GraphSet:
     def __len__(self) -> int:
         return sum(len(g) for g in self.graphs)
 
-    def search(self, query: np.ndarray, count: int) -> np.ndarray:
+    def search(self, query: np.ndarray, count: int, expansion: int = EXPANSION_SEARCH
+               ) -> np.ndarray:
         total = len(self)
         if not total:
             return np.zeros(0, dtype=np.int64)
         if len(self.graphs) == 1:
-            return self.graphs[0].search(query, count)
-        parts = [g.search(query, min(count, max(MIN_PER_GRAPH, -(-2 * count * len(g) // total))))
+            return self.graphs[0].search(query, count, expansion)
+        parts = [g.search(query, min(count, max(MIN_PER_GRAPH, -(-2 * count * len(g) // total))),
+                          expansion)
                  for g in self.graphs if len(g)]
         return np.concatenate(parts)
