@@ -90,7 +90,10 @@ class PersistedIndex:
                     self._lacks_half():
                 # Repair once, not in every process that opens it; a search process builds
                 # approximate graphs only when nothing usable was saved (index_save.py).
-                self._save_locked(wait=0.0, build_graphs=self._rebuilt)
+                try:
+                    self._save_locked(wait=0.0, build_graphs=self._rebuilt)
+                except OSError as err:  # e.g. a read-only copy: search what is in memory
+                    log.warning("could not save the index of %s: %s", self._backend.path, err)
             return self._searcher
 
     def checkpoint(self, wait: float = 5.0, *, due: bool = False) -> bool:
