@@ -59,12 +59,14 @@ def test_bench_pg_hnsw_times_exact_scans_against_the_kbs_index(pg_url, tmp_path)
 
 
 def test_the_threshold_is_where_hnsw_wins_from_then_on():
-    def row(n, exact, hnsw, recall=0.99):
-        return {"vectors": n, "exact_p50_ms": exact, "hnsw_p50_ms": hnsw, "recall_at_10": recall}
+    def row(n, exact, hnsw, planned=True):
+        return {"vectors": n, "exact_p50_ms": exact, "hnsw_p50_ms": hnsw,
+                "planner_uses_index": planned}
     rows = [row(1000, 1, 2), row(5000, 3, 4), row(10000, 6, 5), row(20000, 12, 6),
             row(50000, 30, 7)]
     assert suggested_threshold(rows) == 10000
     assert suggested_threshold([*rows[:2], row(10000, 6, 5), row(20000, 12, 13),
                                 row(50000, 30, 7)]) == 50000
     assert suggested_threshold(rows[:2]) is None
-    assert suggested_threshold([row(50000, 30, 7, recall=0.8)]) is None
+    # faster, but the planner would scan the table anyway: building the index buys nothing
+    assert suggested_threshold([row(5000, 16, 11, planned=False), *rows[2:]]) == 10000

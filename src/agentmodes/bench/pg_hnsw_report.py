@@ -37,8 +37,9 @@ def rows(results: dict) -> tuple[list[str], list[list[str]]]:
 
 def _sections(results: dict) -> list:
     verdict = (f"Suggested AGENTMODES_PG_HNSW_MIN: {_f(results['suggested_threshold'])} "
-               f"(the smallest measured size from which on HNSW is faster at p50 at every "
-               f"larger size, recall@10 >= 0.95); the default when measured: "
+               f"(the smallest measured size from which on, at every larger size, HNSW is "
+               f"faster at p50 and the planner picks it by itself); the default when "
+               f"measured: "
                f"{_f(results['current_threshold'])}.")
     return [("exact scan vs HNSW on PostgreSQL", *rows(results), f"{NOTE} {verdict}")]
 

@@ -33,8 +33,14 @@ from ..fusion import Moments
 
 log = logging.getLogger(__name__)
 
-# Below this many vectors a search scans them all (exact, and at 10k 384-dim vectors a scan
-# of 15 MB). Not yet a measured crossover: AGENTMODES_PG_HNSW_MIN moves it.
+# Below this many vectors a search scans them all (exact); from here on the ingest builds
+# the HNSW index. Measured (`agentmodes bench pg-hnsw`, benchmarks/results/pg_hnsw.md, 384-dim
+# vectors, the KB's own statement for 256 candidates): the index is faster at p50 from 5k
+# vectors on (0.72x the scan at 5k, 0.55x at 10k, 0.28x at 50k), but below about 10k the
+# planner still picks the table scan for that statement, so an index built there costs the
+# ingest and buys nothing; at 10k it picks the index by itself. Its price is recall@10 of the
+# candidates (0.96 at 10k, 0.89 at 50k on the benchmark's stand-in vectors) at any size above
+# the threshold. AGENTMODES_PG_HNSW_MIN moves it.
 HNSW_MIN = int(os.environ.get("AGENTMODES_PG_HNSW_MIN") or 10_000)
 HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 16, 128, 256
 BUILD_MEMORY = os.environ.get("AGENTMODES_PG_INDEX_MEMORY") or "512MB"
