@@ -49,3 +49,27 @@ def test_keys_from_other_analyser_settings_are_not_used(tmp_path):
     assert store.take_analysis([2, 3], english) == [None, ("en", b"")]
     assert store._analysed == {}  # chunk 1 was deleted before the index read it: dropped
     store.close()
+
+
+def test_read_ahead_is_bounded_by_bytes_not_only_by_documents(monkeypatch):
+    from pathlib import Path
+
+    from agentmodes.knowledge import extract_pool
+    from agentmodes.knowledge.extract import UnreadableFile
+
+    monkeypatch.setattr(extract_pool, "AHEAD_BYTES", 1 << 20)
+    pool = extract_pool.ExtractionPool(workers=2)
+    read, most_ahead = [0], 0
+
+    def files():
+        for i in range(30):
+            read[0] += 1
+            yield i, Path(f"big{i}.txt"), b"word " * (100 << 10)  # 500 KB each
+
+    try:
+        for done, (key, result) in enumerate(pool.map(files(), ahead=256), start=1):
+            assert not isinstance(result, UnreadableFile) and key == done - 1
+            most_ahead = max(most_ahead, read[0] - done)
+    finally:
+        pool.close()
+    assert most_ahead <= 4  # 2 x workers; 256 documents of 500 KB would be 125 MB

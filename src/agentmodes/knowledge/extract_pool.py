@@ -53,6 +53,7 @@ def _env_int(name: str, default: int) -> int:
 
 CPU_S, MEMORY_MB = 60, 2048
 WAIT_S = 0.25
+AHEAD_BYTES = 64 * 1024 * 1024  # read ahead at most this much file data (beyond 2 x workers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +199,8 @@ class ExtractionPool:
         in order.
 
         Up to `workers` documents are extracted at once and more are read ahead (`ahead`,
-        at least 2 x workers), so the caller's own work on one document (chunking, storing)
+        at least 2 x workers, at most AHEAD_BYTES of file data beyond those), so the
+        caller's own work on one document (chunking, storing)
         overlaps the extraction of the next ones. `items` is consumed lazily. `on_wait` is
         called whenever the next result has not been ready for WAIT_S (an ingest stores
         what it holds rather than sit on it while a slow document is extracted)."""
@@ -214,21 +216,25 @@ class ExtractionPool:
             return done.result()
 
         window = max(ahead, 2 * self.workers)
-        queued: collections.deque[tuple[Any, Future]] = collections.deque()
+        queued: collections.deque[tuple[Any, Future, int]] = collections.deque()
+        held = 0  # bytes of the queued documents: a window of big PDFs must not fill memory
         source = iter(items)
         with ThreadPoolExecutor(max_workers=self.workers,
                                 thread_name_prefix="extract") as threads:
             try:
                 for key, path, data in source:
-                    queued.append((key, threads.submit(one, path, data)))
-                    if len(queued) >= window:
-                        key, done = queued.popleft()
+                    queued.append((key, threads.submit(one, path, data), len(data)))
+                    held += len(data)
+                    while len(queued) >= window or (held > AHEAD_BYTES and
+                                                    len(queued) > 2 * self.workers):
+                        key, done, size = queued.popleft()
+                        held -= size
                         yield key, result(done)
                 while queued:
-                    key, done = queued.popleft()
+                    key, done, _ = queued.popleft()
                     yield key, result(done)
             finally:
-                for _, pending in queued:
+                for _, pending, _ in queued:
                     pending.cancel()
 
     def _retire(self, worker: _Worker) -> None:
