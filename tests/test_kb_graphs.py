@@ -145,10 +145,81 @@ def test_a_graph_set_asks_each_graph_for_a_share_of_the_candidates():
         def __len__(self):
             return self.size
 
-        def search(self, query, count):
-            self.asked.append(count)
+        def search(self, query, count, expansion):
+            self.asked.append((count, expansion))
             return __import__("numpy").arange(count)
 
     big, small = Graph(9_000), Graph(1_000)
     rows = ann.GraphSet([big, small]).search(None, 256)
-    assert big.asked == [256] and small.asked == [52] and len(rows) == 308
+    assert big.asked == [(256, ann.EXPANSION_SEARCH)] and small.asked == [(52, ann.EXPANSION_SEARCH)]
+    assert len(rows) == 308
+    ann.GraphSet([big]).search(None, 128, expansion=128)  # hybrid's feedback search
+    assert big.asked[-1] == (128, 128)
+
+
+def _half_copy(db: Path) -> tuple[dict, "np.ndarray", "np.ndarray"]:
+    """(manifest, float16 copy, float32 vectors) of a saved index."""
+    import numpy as np
+
+    folder = Path(f"{db}.index")
+    manifest = index_files.read_manifest(folder)
+    names, dim, rows = manifest["files"], manifest["dim"], manifest["base_rows"]
+    full = np.fromfile(folder / names["vectors"], np.float32, rows * dim).reshape(rows, dim)
+    half = np.fromfile(folder / names["vectors16"], np.float16).reshape(-1, dim)
+    return manifest, half, full
+
+
+def test_graph_searches_rescore_from_a_half_copy_kept_in_step_with_the_vectors(tmp_path):
+    import numpy as np
+
+    folder, db = numbered_reports(tmp_path / "docs", 30), tmp_path / "kb.db"
+    with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+        kb.ingest(numbered_reports(tmp_path / "few", 5))
+        assert "vectors16" not in index_files.read_manifest(Path(f"{db}.index"))["files"]
+        kb.ingest(folder)  # 35 vectors: a graph, and with it the float16 copy
+        manifest, half, full = _half_copy(db)
+        assert len(half) == manifest["base_rows"] == 35
+        assert np.array_equal(half, full.astype(np.float16))
+        kb.ingest(numbered_reports(folder, 2, start=30))  # rows in no graph yet: appended
+        manifest, half, full = _half_copy(db)
+        assert len(half) == 37 and np.array_equal(half, full.astype(np.float16))
+    with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+        dense = kb._index.searcher().dense
+        assert dense.half and dense.ann is not None
+        for i in (3, 31):
+            assert _first_semantic(kb, i) == f"Report {i}"
+            assert kb.search(QUERY.format(i, i * 3), mode="hybrid", k=1)[0].title == \
+                f"Report {i}"
+
+
+def test_a_kb_saved_before_the_half_copy_gets_it_on_open(tmp_path, monkeypatch):
+    """A KB whose graphs were saved by the landed version (no vectors16 in the manifest)
+    opens, searches, and writes the copy once (or, where it cannot write, still searches)."""
+    import json
+
+    import numpy as np
+
+    folder, db = numbered_reports(tmp_path / "docs", 30), tmp_path / "kb.db"
+    with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+        kb.ingest(folder)
+        before = [_first_semantic(kb, i) for i in (3, 17)]
+    index = Path(f"{db}.index")
+    manifest = index_files.read_manifest(index)
+    (index / manifest["files"].pop("vectors16")).unlink()
+    (index / index_files.MANIFEST).write_text(json.dumps(manifest))
+    generation = manifest["generation"]
+
+    def unwritable(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index_save, "save_generation", unwritable)
+        with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+            assert [_first_semantic(kb, i) for i in (3, 17)] == before
+            assert not kb._index.searcher().dense.half  # float32 rescoring, as before
+    with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+        assert [_first_semantic(kb, i) for i in (3, 17)] == before
+        assert kb._index.searcher().dense.half
+    manifest, half, full = _half_copy(db)
+    assert manifest["generation"] == generation + 1
+    assert np.array_equal(half, full.astype(np.float16))

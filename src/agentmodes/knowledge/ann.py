@@ -2,9 +2,9 @@
 
 Exact search reads every vector per query: 1.5 GB at 1M chunks x 384 dims, about 100-200 ms
 here, twice for hybrid search's feedback pass. Above ANN_MIN vectors the dense index asks
-this graph for candidates instead, and rescores them with the exact float32 vectors (so
-scores stay exact; only which chunks are considered is approximate). `agentmodes bench
-scale` reports recall@10 against exact search.
+this graph for candidates instead, and rescores them from a float16 copy of the vectors
+(dense.DenseIndex.use_half: cosines within ~3e-4 of float32; which chunks are considered
+is approximate anyway). `agentmodes bench scale` reports recall@10 against exact search.
 
 Why usearch (measured against hnswlib, faiss and sqlite-vec, benchmarks/results/
 index_candidates.md): a saved index opens as a memory map (`view=True`), so opening a 1M-chunk
@@ -82,10 +82,13 @@ class ApproximateIndex:
         """The rows (keys) in this graph."""
         return np.asarray(self._index.keys, dtype=np.int64)
 
-    def search(self, query: np.ndarray, count: int) -> np.ndarray:
-        """Rows of (about) the `count` nearest vectors."""
+    def search(self, query: np.ndarray, count: int, expansion: int = EXPANSION_SEARCH
+               ) -> np.ndarray:
+        """Rows of (about) the `count` nearest vectors, exploring `expansion` (ef) of them."""
         if not len(self._index):
             return np.zeros(0, dtype=np.int64)
+        if self._index.expansion_search != expansion:
+            self._index.expansion_search = expansion
         matches = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
         return np.asarray(matches.keys, dtype=np.int64)
 
@@ -102,12 +105,14 @@ class GraphSet:
     def __len__(self) -> int:
         return sum(len(g) for g in self.graphs)
 
-    def search(self, query: np.ndarray, count: int) -> np.ndarray:
+    def search(self, query: np.ndarray, count: int, expansion: int = EXPANSION_SEARCH
+               ) -> np.ndarray:
         total = len(self)
         if not total:
             return np.zeros(0, dtype=np.int64)
         if len(self.graphs) == 1:
-            return self.graphs[0].search(query, count)
-        parts = [g.search(query, min(count, max(MIN_PER_GRAPH, -(-2 * count * len(g) // total))))
+            return self.graphs[0].search(query, count, expansion)
+        parts = [g.search(query, min(count, max(MIN_PER_GRAPH, -(-2 * count * len(g) // total))),
+                          expansion)
                  for g in self.graphs if len(g)]
         return np.concatenate(parts)

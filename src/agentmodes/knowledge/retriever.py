@@ -110,6 +110,11 @@ class Retriever(ABC):
         """True: hybrid scores every row in every pass (all_rows, full feedback runs)."""
         return False
 
+    @property
+    def lexical_candidates(self) -> int:
+        """Rows each lexical run proposes to hybrid's fusion when not exact."""
+        return CANDIDATES
+
     def all_rows(self) -> np.ndarray:
         """Every live row: asked only of a retriever whose `exact` is True (in memory)."""
         raise TypeError(f"{type(self).__name__} is not exact: hybrid never asks it for all rows")
@@ -211,7 +216,7 @@ class Retriever(ABC):
         if exact:
             rows = self.all_rows()
         else:
-            rows = _union(lexical.candidates(CANDIDATES), dense.proposals())
+            rows = _union(lexical.candidates(self.lexical_candidates), dense.proposals())
         self.prefetch(rows, lexical, dense)
         dense_top = dense.top()
         has, cosine = dense.has(rows), dense.at(rows)
@@ -233,7 +238,7 @@ class Retriever(ABC):
                     if found is not None:
                         more.append(found)
                 if feedback is not None:
-                    more.append(feedback.candidates(CANDIDATES))
+                    more.append(feedback.candidates(self.lexical_candidates))
                 grown = _union(rows, *more)
                 self.prefetch(grown, lexical, dense, feedback)
                 if len(grown) > len(rows):

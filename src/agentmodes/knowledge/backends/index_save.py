@@ -132,8 +132,30 @@ def _save_vectors(folder: Path, dense: Any, keep: np.ndarray | None, n_rows: int
     sums, gram = dense.moments()
     out_files["moments"] = f"moments-{generation}.npy"
     _save_npy(folder / out_files["moments"], np.vstack([sums[None, :], gram]))
-    return _save_graphs(folder, dense, source, n_rows, base_before, late_rows, dead,
-                        old_graphs, old_files, out_files, generation, build)
+    graphs = _save_graphs(folder, dense, source, n_rows, base_before, late_rows, dead,
+                          old_graphs, old_files, out_files, generation, build)
+    if graphs:
+        _save_half(folder, dense, source, n_rows, base_before if continuing else 0, late_rows,
+                   old_files, out_files, generation)
+    return graphs
+
+
+def _save_half(folder: Path, dense: Any, source: np.ndarray, n_rows: int, base_before: int,
+               late_rows: np.ndarray, old_files: dict, out_files: dict, generation: int) -> None:
+    """The float16 copy searches rescore from (dense.DenseIndex.use_half says why), kept
+    like vectors.f32: rows appended, late vectors written in place. A KB saved before the
+    copy existed (or whose graphs are new) gets all of it written once."""
+    dim = dense.dim
+    name = old_files.get("vectors16") if base_before else None
+    start = base_before if name else 0
+    name = out_files["vectors16"] = name or f"vectors16-{generation}.f16"
+    path = folder / name
+    files.append_raw(path, start, dim * 2, np.zeros((0, dim), np.float16))
+    for first in range(start, n_rows, GATHER_ROWS):
+        rows = source[first:first + GATHER_ROWS]
+        files.append_raw(path, first, dim * 2, dense.gather(rows).astype(np.float16))
+    late_rows = late_rows[late_rows < start]
+    files.write_raw_rows(path, dim * 2, late_rows, dense.gather(late_rows).astype(np.float16))
 
 
 def _save_graphs(folder: Path, dense: Any, source: np.ndarray, n_rows: int, base_before: int,

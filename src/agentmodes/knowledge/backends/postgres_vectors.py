@@ -33,8 +33,14 @@ from ..fusion import Moments
 
 log = logging.getLogger(__name__)
 
-# Below this many vectors a search scans them all (exact, and at 10k 384-dim vectors a scan
-# of 15 MB). Not yet a measured crossover: AGENTMODES_PG_HNSW_MIN moves it.
+# Below this many vectors a search scans them all (exact); from here on the ingest builds
+# the HNSW index. Measured (`agentmodes bench pg-hnsw`, benchmarks/results/pg_hnsw.md, 384-dim
+# vectors, the KB's own statement for 256 candidates): the index is faster at p50 from 5k
+# vectors on (0.72x the scan at 5k, 0.55x at 10k, 0.28x at 50k), but below about 10k the
+# planner still picks the table scan for that statement, so an index built there costs the
+# ingest and buys nothing; at 10k it picks the index by itself. Its price is recall@10 of the
+# candidates (0.96 at 10k, 0.89 at 50k on the benchmark's stand-in vectors) at any size above
+# the threshold. AGENTMODES_PG_HNSW_MIN moves it.
 HNSW_MIN = int(os.environ.get("AGENTMODES_PG_HNSW_MIN") or 10_000)
 HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 16, 128, 256
 BUILD_MEMORY = os.environ.get("AGENTMODES_PG_INDEX_MEMORY") or "512MB"
@@ -174,13 +180,18 @@ def ensure_index(conninfo: str, schema: str, embedder: str, dim: int, count: int
                 return False
             conn.execute(f"SET maintenance_work_mem = {literal(BUILD_MEMORY)}")
             log.info("building the HNSW index of %s (%d vectors)", schema, count)
-            conn.execute(f'CREATE INDEX CONCURRENTLY "{name}" ON embeddings USING hnsw '
-                         f"((vector::vector({dim})) vector_cosine_ops) WITH (m = {HNSW_M}, "
-                         f"ef_construction = {HNSW_EF_CONSTRUCTION}) "
-                         f"WHERE embedder = {literal(embedder)}")
+            conn.execute(index_sql(embedder, dim, concurrently=True))
             return True
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+
+def index_sql(embedder: str, dim: int, concurrently: bool = False) -> str:
+    """CREATE INDEX of the embedder's HNSW index (also what bench pg-hnsw builds)."""
+    return (f'CREATE INDEX {"CONCURRENTLY " if concurrently else ""}"{index_name(embedder)}" '
+            f"ON embeddings USING hnsw ((vector::vector({dim})) vector_cosine_ops) WITH "
+            f"(m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+            f"WHERE embedder = {literal(embedder)}")
 
 
 def drop_indexes_except(conn: Any, embedder: str | None) -> None:

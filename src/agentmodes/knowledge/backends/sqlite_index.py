@@ -36,6 +36,7 @@ import numpy as np
 from ..chunking import index_text
 from ..live_index import LazyEmbedder
 from ..postings import Segment
+from ..prepare import analyzer_signature, keys_of
 from . import index_files as files
 from .index_files import graphs_of
 
@@ -86,10 +87,14 @@ class PersistedIndex:
                 return self._searcher
             self._sync()
             self._revision = revision
-            if self._replayed >= REPLAY_SAVE_ROWS or (self._rebuilt and self._replayed):
+            if self._replayed >= REPLAY_SAVE_ROWS or (self._rebuilt and self._replayed) or \
+                    self._lacks_half():
                 # Repair once, not in every process that opens it; a search process builds
                 # approximate graphs only when nothing usable was saved (index_save.py).
-                self._save_locked(wait=0.0, build_graphs=self._rebuilt)
+                try:
+                    self._save_locked(wait=0.0, build_graphs=self._rebuilt)
+                except OSError as err:  # e.g. a read-only copy: search what is in memory
+                    log.warning("could not save the index of %s: %s", self._backend.path, err)
             return self._searcher
 
     def checkpoint(self, wait: float = 5.0, *, due: bool = False) -> bool:
@@ -223,6 +228,9 @@ class PersistedIndex:
 
                 searcher.dense.ann = GraphSet([ApproximateIndex.open(folder / name)
                                                for name, _ in graphs])
+                if names.get("vectors16"):
+                    searcher.dense.use_half(files.raw_array(folder / names["vectors16"],
+                                                            np.float16, base_rows, dim))
                 if names.get("ann_uncovered"):
                     searcher.dense.uncovered = np.load(folder / names["ann_uncovered"])
         self._manifest = dict(manifest)
@@ -249,9 +257,13 @@ class PersistedIndex:
             cursor = db.execute("SELECT id, title, heading_path, text FROM chunks WHERE id > ? "
                                 "ORDER BY id", (last,))
             analyzer = searcher.lexical.analyzer
+            signature = analyzer_signature(analyzer)
             while batch := cursor.fetchmany(BATCH):
-                analysed = [analyzer.analyse_keys(index_text(t, json.loads(h), x))
-                            for _, t, h, x in batch]
+                # chunks this process just stored come with their keys (prepare.py)
+                given = self._backend.take_analysis([r[0] for r in batch], signature)
+                analysed = [keys_of(k) if k is not None else
+                            analyzer.analyse_keys(index_text(t, json.loads(h), x))
+                            for k, (_, t, h, x) in zip(given, batch)]
                 searcher.add_analysed([r[0] for r in batch], [a[1] for a in analysed],
                                       [a[0] for a in analysed])
                 self._replayed += len(batch)
@@ -300,7 +312,13 @@ class PersistedIndex:
         dense_rows, _ = self._searcher.dense.extra()
         return (lexical.n_rows != m["rows"] or len(dense_rows) > 0 or m["base_rows"] < 0
                 or len(lexical.dead_rows()) != m.get("dead_count", 0)
-                or m.get("kb_id") != self._backend.get_meta("kb_id"))
+                or m.get("kb_id") != self._backend.get_meta("kb_id") or self._lacks_half())
+
+    def _lacks_half(self) -> bool:
+        """A KB with graphs saved before the float16 copy existed (written once on open)."""
+        m = self._manifest
+        return bool(graphs_of(m)) and m.get("base_rows", 0) > 0 and \
+            not (m.get("files") or {}).get("vectors16")
 
     def _graphs_due(self) -> bool:
         from .index_save import graphs_due
