@@ -192,9 +192,9 @@ def test_graph_searches_rescore_from_a_half_copy_kept_in_step_with_the_vectors(t
                 f"Report {i}"
 
 
-def test_a_kb_saved_before_the_half_copy_gets_it_on_open(tmp_path):
+def test_a_kb_saved_before_the_half_copy_gets_it_on_open(tmp_path, monkeypatch):
     """A KB whose graphs were saved by the landed version (no vectors16 in the manifest)
-    opens, searches, and writes the copy once."""
+    opens, searches, and writes the copy once (or, where it cannot write, still searches)."""
     import json
 
     import numpy as np
@@ -208,6 +208,15 @@ def test_a_kb_saved_before_the_half_copy_gets_it_on_open(tmp_path):
     (index / manifest["files"].pop("vectors16")).unlink()
     (index / index_files.MANIFEST).write_text(json.dumps(manifest))
     generation = manifest["generation"]
+
+    def unwritable(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index_save, "save_generation", unwritable)
+        with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
+            assert [_first_semantic(kb, i) for i in (3, 17)] == before
+            assert not kb._index.searcher().dense.half  # float32 rescoring, as before
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         assert [_first_semantic(kb, i) for i in (3, 17)] == before
         assert kb._index.searcher().dense.half

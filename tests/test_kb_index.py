@@ -97,10 +97,12 @@ def test_removing_most_documents_compacts_the_index(tmp_path):
 KILL_IN_SAVE = """
     import sys, time
     from kb_fixtures import HashingEmbedder
+    from agentmodes.knowledge import ingest
     from agentmodes.knowledge.backends import index_files, sqlite_index
     from agentmodes.knowledge.base import KnowledgeBase
 
     sqlite_index.SAVE_EVERY_S = 0.0
+    ingest.BATCH_FILES = 1  # a save between files, as when each file was its own transaction
     saves = {"n": 0}
     original = index_files.write_manifest
 

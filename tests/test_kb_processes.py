@@ -20,6 +20,7 @@ TESTS = Path(__file__).parent
 SLOW_INGEST = textwrap.dedent("""
     import sys, time
     from kb_fixtures import HashingEmbedder
+    from agentmodes.knowledge import ingest
     from agentmodes.knowledge.base import KnowledgeBase
 
     pause_phase, pause_at = sys.argv[3], int(sys.argv[4])
@@ -29,6 +30,7 @@ SLOW_INGEST = textwrap.dedent("""
         if phase == pause_phase and done >= pause_at:
             time.sleep(60)
 
+    ingest.BATCH_FILES = 5  # several batches of a few files each
     kb = KnowledgeBase.open(sys.argv[1], embedder=HashingEmbedder())
     kb.ingest(sys.argv[2], progress=progress)
     print("finished", flush=True)
@@ -69,7 +71,9 @@ def test_killed_while_reading_files_leaves_a_consistent_kb_that_resumes(tmp_path
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         assert kb.check() == []
         stored = kb.stats()["documents"]
-        assert stored == 20  # the files before the pause, each complete
+        # files are committed in batches and counted once committed: at least the 20
+        # reported, never all of them, each complete
+        assert 20 <= stored < 60
         assert kb.stats()["chunks"] == 2 * stored  # every stored document is complete
         report = kb.ingest(folder)
         assert len(report.unchanged) == stored and len(report.added) == 60 - stored
@@ -94,35 +98,39 @@ def test_killed_while_embedding_keeps_finished_batches(tmp_path):
         assert kb.stats()["pending_embeddings"] == 0
 
 
-# Pauses INSIDE the write transaction of the 11th document: its row is inserted, its chunks
-# are being written (the chunk hashes are computed in the middle of that statement list).
+# Pauses INSIDE the write transaction of a batch, right after the 11th document's rows were
+# written: the batch's earlier documents are written too, but none of it is committed.
 PAUSE_IN_TRANSACTION = textwrap.dedent("""
     import sys, time
     from kb_fixtures import HashingEmbedder
-    from agentmodes.knowledge import chunking
+    from agentmodes.knowledge import ingest
     from agentmodes.knowledge.base import KnowledgeBase
     from agentmodes.knowledge.backends.sqlite import SQLiteBackend as Store
 
-    original_hash = chunking.Chunk.text_hash
-    original_replace = Store.replace_document
-    state = {"docs": 0, "writing": False}
+    original_replace, original_batch = Store.replace_document, Store.batch
+    state = {"docs": 0, "committed": 0}
 
     def replace_document(self, *args, **kwargs):
+        status = original_replace(self, *args, **kwargs)
         state["docs"] += 1
-        state["writing"] = True
-        try:
-            return original_replace(self, *args, **kwargs)
-        finally:
-            state["writing"] = False
-
-    def text_hash(chunk):
-        if state["writing"] and state["docs"] == 11:
-            print("in-transaction", flush=True)
+        if state["docs"] == 11:
+            print("in-transaction", state["committed"], flush=True)
             time.sleep(60)
-        return original_hash.fget(chunk)
+        return status
 
-    Store.replace_document = replace_document
-    chunking.Chunk.text_hash = property(text_hash)
+    def batch(self):
+        class Batch:
+            def __enter__(inner):
+                inner.writes = original_batch(self)
+                return inner.writes.__enter__()
+            def __exit__(inner, *exc):
+                done = inner.writes.__exit__(*exc)
+                state["committed"] = state["docs"]
+                return done
+        return Batch()
+
+    ingest.BATCH_FILES = 4
+    Store.replace_document, Store.batch = replace_document, batch
     KnowledgeBase.open(sys.argv[1], embedder=HashingEmbedder()).ingest(sys.argv[2])
 """)
 
@@ -130,14 +138,21 @@ PAUSE_IN_TRANSACTION = textwrap.dedent("""
 def test_killed_inside_a_write_transaction_keeps_only_committed_documents(tmp_path):
     folder = _many_files(tmp_path / "docs", 30)
     db = tmp_path / "kb.db"
-    _kill_when(_spawn(PAUSE_IN_TRANSACTION, str(db), str(folder)), "in-transaction", 0)
+    process = _spawn(PAUSE_IN_TRANSACTION, str(db), str(folder))
+    line = process.stdout.readline().split()
+    assert line[0] == "in-transaction", process.stderr.read()
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    committed = int(line[1])
+    assert committed <= 10  # the 11th document's batch is still open
 
     with KnowledgeBase.open(db, embedder=HashingEmbedder()) as kb:
         assert kb.check() == []
-        assert kb.stats()["documents"] == 10 and kb.stats()["chunks"] == 20
-        assert len(kb.search("subject number 10", mode="lexical", k=30)) > 0
+        # exactly the committed batches: the open batch's documents (11th included) are gone
+        assert kb.stats()["documents"] == committed and kb.stats()["chunks"] == 2 * committed
         report = kb.ingest(folder)
-        assert len(report.added) == 20 and len(report.unchanged) == 10
+        assert len(report.added) == 30 - committed and len(report.unchanged) == committed
+        assert len(kb.search("subject number 10", mode="lexical", k=30)) > 0
 
 
 SEARCH_IN_NEW_PROCESS = textwrap.dedent("""

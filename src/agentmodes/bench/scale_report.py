@@ -30,7 +30,7 @@ def kb_rows(sizes: list[dict]) -> tuple[list[str], list[list[str]]]:
                "import s", "lexical p50/p95 ms", "semantic p50/p95 ms", "hybrid p50/p95 ms",
                "CPU p50 ms lex/sem/hyb",
                "recall@10 hybrid/semantic", "add doc s (CPU s)", "remove doc s", "index RSS MB",
-               "raw vectors MB", "KB file MB", "index MB", "load avg"]
+               "raw vectors MB", "KB file MB", "index MB", "load avg", "measured"]
     rows = []
     for r in sizes:
         w, recall = r["warm"], r["warm"]["recall"]
@@ -53,8 +53,32 @@ def kb_rows(sizes: list[dict]) -> tuple[list[str], list[list[str]]]:
                      _f(r["add"]["remove_document_s"], 3),
                      _f(w["index_rss_mb"], 0), _f(r["raw_vector_mb"], 0),
                      _f(r["disk_mb"]["kb_file"], 0), _f(r["disk_mb"]["index"], 0),
-                     _f(r["load_avg_1min"], 1)])
+                     _f(r["load_avg_1min"], 1), r.get("measured", "-")])
     return headers, rows
+
+
+def merge_previous(results: dict, out_dir: Path) -> dict:
+    """`results` plus the rows of sizes it did not measure from `out_dir`/scale.json (and its
+    embedding figures if it has none), sorted by size."""
+    import json
+
+    path = out_dir / "scale.json"
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return results
+    measured_at = previous.get("measured", "-")
+
+    def size_of(row: dict) -> int:
+        return int(row.get("size") or row["chunks"])
+
+    now = {size_of(r) for r in results["sizes"]}
+    kept = [{**r, "measured": r.get("measured", measured_at)}
+            for r in previous.get("sizes", []) if size_of(r) not in now]
+    merged = dict(results, sizes=sorted(results["sizes"] + kept, key=size_of))
+    if not merged.get("embedding") and previous.get("embedding"):
+        merged["embedding"] = {"measured": measured_at, **previous["embedding"]}
+    return merged
 
 
 def peer_rows(sizes: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -101,8 +125,9 @@ def print_report(results: dict, console: Console | None = None) -> None:
 
 
 def write_report(results: dict, out_dir: Path) -> tuple[Path, Path]:
-    parts = [f"# Scale benchmark\n\nMeasured {results['measured']} by `agentmodes bench scale` "
-             f"on {results['machine']}.\n"]
+    parts = [f"# Scale benchmark\n\nWritten {results['measured']} by `agentmodes bench scale` "
+             f"on {results['machine']}; each row says when it was measured (sizes from "
+             "separate runs into the same folder are merged).\n"]
     for title, headers, rows, note in _sections(results):
         parts.append(f"## {title}\n\n{note}\n\n{markdown_table(headers, rows)}\n")
     return write_results(out_dir, "scale", results, "\n".join(parts))

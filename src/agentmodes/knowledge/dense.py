@@ -170,12 +170,12 @@ class DenseIndex:
 
     def _half_rows(self, rows: np.ndarray) -> np.ndarray:
         """float16 vectors of these rows (zeros past the copy), reusing the last row set's."""
-        out = np.zeros((len(rows), self.dim), dtype=np.float16)
-        need = np.ones(len(rows), dtype=bool)
         cached = self._gathered
         if cached is not None and (cached[0] is rows or (
                 len(cached[0]) == len(rows) and np.array_equal(cached[0], rows))):
             return cached[1]  # hybrid's feedback products ask for the rows just rescored
+        out = np.zeros((len(rows), self.dim), dtype=np.float16)
+        need = np.ones(len(rows), dtype=bool)
         if cached is not None and len(cached[0]):
             keys, matrix = cached
             pos = np.minimum(np.searchsorted(keys, rows), len(keys) - 1)

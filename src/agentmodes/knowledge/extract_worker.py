@@ -3,8 +3,12 @@
 A long-lived child of the ingesting process (extract_pool.py starts and reuses it). It reads
 requests from stdin and answers on stdout, one pickled frame each, length-prefixed:
 
-    request  (path: str, data: bytes, cpu_s: int)
-    reply    ("ok", Extracted, False) | ("unreadable", reason, retire)
+    request  (path: str, data: bytes, cpu_s: int, prepare: PrepareSpec | None)
+    reply    ("ok", Extracted | Prepared, False) | ("unreadable", reason, retire)
+
+With a PrepareSpec the worker also chunks and analyses what it extracted (prepare.py) and
+answers with a Prepared document; if chunking fails it answers with the Extracted text, so
+the parent chunks it and reports the failure exactly as it always did.
 
 `retire` says the worker is about to exit (it ran out of memory while reading the request,
 so its pipe is no longer in step): the parent starts a fresh one for the next document.
@@ -54,10 +58,10 @@ def _limit_cpu(seconds: int) -> None:
 NO_MEMORY = "extraction needed more memory than allowed"
 
 
-def _answer(path: str, data: bytes) -> tuple:
+def _answer(path: str, data: bytes, spec) -> tuple:
     from .extract import UnreadableFile, extract
     try:
-        return ("ok", extract(Path(path), data), False)
+        extracted = extract(Path(path), data)
     except UnreadableFile as err:
         return ("unreadable", str(err), False)
     except MemoryError:
@@ -67,6 +71,15 @@ def _answer(path: str, data: bytes) -> tuple:
     except Exception as err:  # noqa: BLE001 - one odd file must not stop the others
         return ("unreadable",
                 f"could not extract text ({type(err).__name__}: {str(err)[:120]})", False)
+    if spec is None:
+        return ("ok", extracted, False)
+    from .prepare import prepare
+    try:
+        return ("ok", prepare(extracted.title, extracted.blocks, spec), False)
+    except MemoryError:
+        return ("unreadable", NO_MEMORY, False)
+    except Exception:  # noqa: BLE001 - the parent chunks it again and reports the reason
+        return ("ok", extracted, False)
 
 
 def _reply(stdout, reply: tuple) -> None:
@@ -87,13 +100,13 @@ def main() -> None:
             frame = read_frame(stdin)
             if frame is None:
                 return
-            path, data, cpu_s = pickle.loads(frame)
+            path, data, cpu_s, spec = pickle.loads(frame)
             del frame
         except MemoryError:                 # the request itself did not fit
             _reply(stdout, ("unreadable", NO_MEMORY, True))
             return
         _limit_cpu(cpu_s)
-        reply = _answer(path, data)
+        reply = _answer(path, data, spec)
         del data
         _reply(stdout, reply)
 

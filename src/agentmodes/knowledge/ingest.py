@@ -1,13 +1,16 @@
 """Walk files and folders into the store, incrementally by content hash.
 
 Per file: read, hash, compare with the stored hash (unchanged -> skip), extract, chunk, then
-store the document and its chunks in ONE transaction. So a file is either fully in the KB or
-not at all, and killing the process between two files loses nothing already stored.
+store the document and its chunks. A file is either fully in the KB or not at all: files are
+stored in batches (a backend with `batch()`: one transaction for up to BATCH_FILES files or
+BATCH_CHUNKS chunks, or what arrived before extraction made it wait BATCH_WAIT_S), so a
+kill loses at most the batch being written, and progress counts a file only once committed.
 
 Extraction runs in worker processes with CPU-time and memory limits (extract_pool.py): a
 document that would take hours, or all the memory, is skipped with its reason and the next
-one goes on. The workers extract the next documents while this process chunks and stores
-the current one. A file name that is not UTF-8 and a folder that cannot be read are
+one goes on. The workers also chunk and analyse what they extracted (prepare.py), so this
+process only reads, hashes and writes while the workers, one per core, do the rest; they
+work up to READ_AHEAD documents ahead, so a batch being written does not idle them. A file name that is not UTF-8 and a folder that cannot be read are
 skipped with a reason, never fatal, never silent.
 
 "Removed" means: a file stored from inside a folder that is being ingested again and is no
@@ -27,6 +30,7 @@ from .backends import Backend
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_blocks
 from .extract import FORMAT_NAMES, Extracted, UnreadableFile, is_supported
 from .extract_pool import shared_pool
+from .prepare import Prepared, PrepareSpec
 from .types import IngestReport, SkippedFile
 
 # progress(phase, done, total, label): phase is "read" while files are stored and "embed"
@@ -34,6 +38,8 @@ from .types import IngestReport, SkippedFile
 Progress = Callable[[str, int, int, str], None]
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
+BATCH_FILES, BATCH_CHUNKS, BATCH_WAIT_S = 200, 4_000, 0.25
+READ_AHEAD = 256
 
 
 @dataclass(slots=True)
@@ -79,8 +85,10 @@ def as_path_list(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list
 
 
 def ingest_paths(store: Backend, paths: list[Path], *, chunking: ChunkingOptions | None = None,
-                 progress: Progress | None = None, force: bool = False) -> IngestReport:
-    """Store every supported file under `paths`; `force` re-extracts unchanged files too."""
+                 progress: Progress | None = None, force: bool = False,
+                 language: str | None = None) -> IngestReport:
+    """Store every supported file under `paths`; `force` re-extracts unchanged files too.
+    `language`: the KB's analyser setting, so the workers analyse chunks as its index does."""
     chunking = chunking or ChunkingOptions()
     report = IngestReport()
     tasks: list[_Task] = []
@@ -109,10 +117,20 @@ def ingest_paths(store: Backend, paths: list[Path], *, chunking: ChunkingOptions
             unique.append(task)
     counter = _FilesDone(progress, len(unique))
     changed = _read_changed(store, unique, force, report, counter)
-    for read, extracted in shared_pool().map(changed):
-        counter.report(read.key)
-        _store_file(store, read, extracted, chunking, force, report)
-        counter.done += 1
+    batched = hasattr(store, "batch")
+    spec = PrepareSpec(chunking.size, chunking.overlap, language) if batched and language \
+        else None
+    writer = _BatchWriter(store, chunking, force, report, counter) if batched else None
+    for read, extracted in shared_pool().map(changed, spec, ahead=READ_AHEAD if batched else 0,
+                                             on_wait=writer.flush if writer else None):
+        if writer:
+            writer.add(read, extracted)
+        else:
+            counter.report(read.key)
+            _store_file(store, read, extracted, chunking, force, report)
+            counter.done += 1
+    if writer:
+        writer.flush()
     counter.report("")
 
     for folder, present in folders:
@@ -224,23 +242,59 @@ def _read_one(store: Backend, task: _Task, key: str, force: bool,
     return _Read(task, key, stat, content_hash, existing is not None), task.path, data
 
 
-def _store_file(store: Backend, read: _Read, extracted: Extracted | UnreadableFile,
+class _BatchWriter:
+    """Collects extracted documents and stores them a batch per transaction (module doc)."""
+
+    def __init__(self, store: Backend, chunking: ChunkingOptions, force: bool,
+                 report: IngestReport, counter: _FilesDone) -> None:
+        self.store, self.chunking, self.force = store, chunking, force
+        self.report, self.counter = report, counter
+        self.pending: list[tuple[_Read, Extracted | Prepared | UnreadableFile]] = []
+        self.chunks = 0
+
+    def add(self, read: _Read, extracted: Extracted | Prepared | UnreadableFile) -> None:
+        self.pending.append((read, extracted))
+        self.chunks += len(extracted.rows) if isinstance(extracted, Prepared) else 1
+        if len(self.pending) >= BATCH_FILES or self.chunks >= BATCH_CHUNKS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Store what is pending in one transaction, then count those files done."""
+        if not self.pending:
+            return
+        pending, self.pending, self.chunks = self.pending, [], 0
+        with self.store.batch():
+            for read, extracted in pending:
+                _store_file(self.store, read, extracted, self.chunking, self.force, self.report)
+        for read, _ in pending:            # "read N": N files are committed
+            self.counter.done += 1
+            self.counter.report(read.key)
+
+
+def _store_file(store: Backend, read: _Read, extracted: Extracted | Prepared | UnreadableFile,
                 chunking: ChunkingOptions, force: bool, report: IngestReport) -> None:
     key = read.key
     if isinstance(extracted, UnreadableFile):
         _skip_and_drop_stale(store, key, str(extracted), read.was_stored, report)
         return
-    try:
-        chunks = chunk_blocks(extracted.title, extracted.blocks, chunking.size, chunking.overlap)
-    except AgentModesError:
-        raise
-    except Exception as err:  # noqa: BLE001 - one odd file must not stop the others
-        reason = f"could not split into chunks ({type(err).__name__}: {str(err)[:120]})"
-        _skip_and_drop_stale(store, key, reason, read.was_stored, report)
-        return
+    extra: dict = {}
+    if isinstance(extracted, Prepared):     # chunked and analysed by the worker
+        chunks: list = extracted.rows
+        extra = {"rows": extracted.rows,
+                 "analysed": (extracted.signature, extracted.analysed)}
+    else:
+        try:
+            chunks = chunk_blocks(extracted.title, extracted.blocks, chunking.size,
+                                  chunking.overlap)
+        except AgentModesError:
+            raise
+        except Exception as err:  # noqa: BLE001 - one odd file must not stop the others
+            reason = f"could not split into chunks ({type(err).__name__}: {str(err)[:120]})"
+            _skip_and_drop_stale(store, key, reason, read.was_stored, report)
+            return
     status = store.replace_document(key, str(read.task.root), extracted.title,
                                     read.content_hash, read.stat.st_mtime, read.stat.st_size,
-                                    chunks, force=force)
+                                    chunks, force=force, **extra)
     if status == "added":
         report.added.append(key)
     elif status == "updated":

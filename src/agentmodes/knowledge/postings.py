@@ -47,6 +47,7 @@ class Segment:
     name: str | None = None  # its folder once saved (index_save.py keeps saved ones)
     # (path, data offset) of a saved fwd_keys.npy: row_keys reads one row from the file
     fwd_file: tuple[str, int] | None = None
+    _found: tuple | None = None  # the last find's keys and spans (a search asks twice)
 
     @property
     def n(self) -> int:
@@ -106,11 +107,15 @@ class Segment:
 
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start, stop) posting offsets of each key (start == stop where a key is absent)."""
+        last = self._found
+        if last is not None and np.array_equal(last[0], keys):
+            return last[1]  # scoring and then coverage look up the same query terms
         pos = np.searchsorted(self.keys, keys)
         pos = np.minimum(pos, len(self.keys) - 1) if len(self.keys) else pos
         hit = (self.keys[pos] == keys) if len(self.keys) else np.zeros(len(keys), bool)
         start = np.where(hit, self.starts[pos], 0)
         stop = np.where(hit, self.starts[np.minimum(pos + 1, len(self.starts) - 1)], 0)
+        self._found = (np.array(keys, copy=True), (start, stop))
         return start, stop
 
     def doc_freqs(self, keys: np.ndarray) -> np.ndarray:

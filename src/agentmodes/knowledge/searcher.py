@@ -10,7 +10,10 @@ The ranking itself (modes, fusion, feedback, confidence) is retriever.py's, shar
 PostgreSQL backend; this module answers its hooks from numpy arrays. Up to EXACT_ROWS chunks
 (and no approximate graph) every chunk is scored in every pass; above, hybrid fuses
 candidates (retriever.py), and above ann.ANN_MIN vectors the HNSW graph proposes the dense
-ones, rescored with the exact vectors.
+ones, rescored from a float16 copy of the vectors (dense.DenseIndex.use_half). Above
+lexical.LARGE_ROWS (= ANN_MIN) a few shortcuts apply that may round or break ties
+differently (see LARGE_LEXICAL_CANDIDATES, FEEDBACK_CANDIDATES, _row_scores, top_k), so
+smaller knowledge bases keep exactly the results the benchmarks and calibration measured.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@
     vectors.f32          one float32 vector per row (raw, append-only; a vector that arrives
                          after its row was saved is written into its row in place)
     has.u8               1 where a row has a vector (raw, like vectors.f32)
+    vectors16-G.f16      float16 copy of vectors.f32 that graph searches rescore from
+                         (dense.py, use_half); only with graphs; the manifest's
+                         files.vectors16 (an index saved without it gets it on open)
     seg-*/               lexical segments (postings.py), immutable
     dead-G.npy           rows whose chunk was removed
     moments-G.npy        sum and Gram matrix of the vectors (dense.py)

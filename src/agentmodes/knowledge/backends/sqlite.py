@@ -36,6 +36,7 @@ import numpy as np
 from ...errors import KnowledgeBaseError
 from ...private_files import create_private_file, private_dir
 from ..chunking import Chunk
+from ..prepare import chunk_rows
 from . import sqlite_schema as schema
 from . import sqlite_vectors as bookkeeping
 from .sqlite_index import PersistedIndex
@@ -70,11 +71,16 @@ class SQLiteBackend:
         except sqlite3.Error as err:
             raise KnowledgeBaseError(f"cannot open knowledge base {path}: {err}") from None
         self._lock = threading.RLock()
+        self._batch: dict | None = None     # term keys of the open batch's chunks
+        self._analysed: dict[int, tuple] = {}  # ... of committed chunks the index has not read
         try:
             self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            # up to 64 MB of pages (allocated as used): an ingest's inserts into the text-hash
+            # index and the chunks table stop re-reading pages from the OS at 100k+ chunks
+            self._conn.execute("PRAGMA cache_size=-65536")
             self._init_schema()
         except sqlite3.DatabaseError as err:
             self._conn.close()
@@ -127,8 +133,12 @@ class SQLiteBackend:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so a second writer waits
-        (busy timeout) instead of failing half-way, and a kill leaves the previous state."""
+        (busy timeout) instead of failing half-way, and a kill leaves the previous state.
+        Inside `batch()` it joins the batch's transaction."""
         with self._lock:
+            if self._batch is not None:
+                yield self._conn
+                return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.DatabaseError as err:
@@ -142,6 +152,21 @@ class SQLiteBackend:
                 if isinstance(err, sqlite3.DatabaseError):
                     raise self._error(err) from None
                 raise
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes (an ingest's next documents) in ONE transaction: a commit per file was
+        a third of the cost of storing small files. All or none of the batch is stored, so a
+        kill loses at most the batch being written, never a committed one; the term keys
+        handed over with its chunks reach the index only once it is committed."""
+        with self._lock, self.transaction():
+            self._batch = {}
+            try:
+                yield
+                analysed = self._batch
+            finally:
+                self._batch = None
+        self._analysed.update(analysed)
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         with self._lock:
@@ -233,11 +258,16 @@ class SQLiteBackend:
         return [DocumentRow(*row) for row in rows]
 
     def replace_document(self, path: str, root: str, title: str, content_hash: str,
-                         mtime: float, size: int, chunks: list[Chunk], force: bool = False) -> str:
+                         mtime: float, size: int, chunks: list[Chunk], force: bool = False, *,
+                         rows: list[tuple] | None = None,
+                         analysed: tuple[tuple, list] | None = None) -> str:
         """Store a document and its chunks in one transaction; returns added/updated/unchanged.
 
         The hash is compared again inside the write transaction, so two concurrent ingests of
-        the same file cannot both insert it.
+        the same file cannot both insert it. `rows`: the chunks already as table rows
+        (prepare.chunk_rows; `chunks` is then ignored); `analysed`: (analyser signature,
+        per-chunk term keys) made by the extraction worker (prepare.py), kept for the index
+        if this runs inside `batch()`.
         """
         with self.transaction() as conn:
             row = conn.execute("SELECT id, content_hash FROM documents WHERE path=?",
@@ -255,11 +285,32 @@ class SQLiteBackend:
             conn.executemany(
                 "INSERT INTO chunks(doc_id, position, title, heading_path, text, text_hash) "
                 "VALUES(?, ?, ?, ?, ?, ?)",
-                [(doc_id, c.position, c.title, json.dumps(c.heading_path, ensure_ascii=False),
-                  c.text, c.text_hash) for c in chunks])
+                [(doc_id, *r) for r in (chunk_rows(chunks) if rows is None else rows)])
+            if analysed is not None and self._batch is not None:
+                ids = conn.execute("SELECT id FROM chunks WHERE doc_id=? ORDER BY position",
+                                   (doc_id,)).fetchall()
+                signature, keys = analysed
+                self._batch.update((chunk_id, (signature, k)) for (chunk_id,), k in zip(ids, keys))
             bookkeeping.prune_hashes(conn, old_hashes)
             self._bump_revision()
             return "updated" if row else "added"  # forced re-extraction counts as updated
+
+    def take_analysis(self, ids: list[int], signature: tuple) -> list:
+        """The term keys handed over for these chunks (None where there are none, or made by
+        an analyser with other settings); forgets every handed-over chunk up to max(ids)."""
+        with self._lock:
+            if not self._analysed:
+                return [None] * len(ids)
+            pending = self._analysed
+            found = [pending.pop(i, None) for i in ids]
+            last, stale = max(ids), []
+            for chunk_id in pending:        # committed in id order: the stale ones come first
+                if chunk_id > last:
+                    break
+                stale.append(chunk_id)      # deleted before the index read it
+            for chunk_id in stale:
+                del pending[chunk_id]
+        return [f[1] if f is not None and f[0] == signature else None for f in found]
 
     def remove_document(self, path: str) -> bool:
         with self.transaction() as conn:

@@ -36,6 +36,7 @@ import numpy as np
 from ..chunking import index_text
 from ..live_index import LazyEmbedder
 from ..postings import Segment
+from ..prepare import analyzer_signature, keys_of
 from . import index_files as files
 from .index_files import graphs_of
 
@@ -90,7 +91,10 @@ class PersistedIndex:
                     self._lacks_half():
                 # Repair once, not in every process that opens it; a search process builds
                 # approximate graphs only when nothing usable was saved (index_save.py).
-                self._save_locked(wait=0.0, build_graphs=self._rebuilt)
+                try:
+                    self._save_locked(wait=0.0, build_graphs=self._rebuilt)
+                except OSError as err:  # e.g. a read-only copy: search what is in memory
+                    log.warning("could not save the index of %s: %s", self._backend.path, err)
             return self._searcher
 
     def checkpoint(self, wait: float = 5.0, *, due: bool = False) -> bool:
@@ -253,9 +257,13 @@ class PersistedIndex:
             cursor = db.execute("SELECT id, title, heading_path, text FROM chunks WHERE id > ? "
                                 "ORDER BY id", (last,))
             analyzer = searcher.lexical.analyzer
+            signature = analyzer_signature(analyzer)
             while batch := cursor.fetchmany(BATCH):
-                analysed = [analyzer.analyse_keys(index_text(t, json.loads(h), x))
-                            for _, t, h, x in batch]
+                # chunks this process just stored come with their keys (prepare.py)
+                given = self._backend.take_analysis([r[0] for r in batch], signature)
+                analysed = [keys_of(k) if k is not None else
+                            analyzer.analyse_keys(index_text(t, json.loads(h), x))
+                            for k, (_, t, h, x) in zip(given, batch)]
                 searcher.add_analysed([r[0] for r in batch], [a[1] for a in analysed],
                                       [a[0] for a in analysed])
                 self._replayed += len(batch)
