@@ -69,8 +69,9 @@ def test_a_logged_run_is_recomposed_as_its_loop_composed_it(tmp_path):
                    "confidence": round(s["confidence"], 4)}
                   for i, s in enumerate(done["sources"], start=1)]
         composer = Composer(embedder=lambda: kb.embedder)
-        again = RunComposer(composer, kb, "xquad-en").compose(
-            done["model_answer"], question, "reflact", logged).text
+        composition, _ = RunComposer(composer, kb, "xquad-en").compose(
+            done["model_answer"], question, "reflact", logged)
+        again = composition.text
         assert copied in done["model_answer"] and copied not in done["full_response"]
         assert again == done["full_response"]
 

@@ -273,6 +273,33 @@ def test_the_done_event_names_the_origin_of_each_statement(kb):
     assert cited and all(Path(s["source"]).name == "kontakt.md" for s in cited)
 
 
+def test_a_junk_answer_after_an_off_topic_search_is_answered_from_the_question_search(kb):
+    """A small model searched for something else and wrote junk: the composer answers from
+    what a search of the user's own question finds (added to the run's sources, cited)."""
+    first = gathered(kb, "Impressum")
+    assert not any(HOURS.search(s.text) for s in first)
+    agent, _ = make_agent(['REFLECTION: Searching.\nACTION: rag_search("Impressum")',
+                           "REFLECTION: Done.\nFINAL ANSWER: [Complete answer with citations "
+                           "like [1]]"], kb=kb)
+    done = done_of(list(agent.stream(WHEN_EN)))
+    lead = first_sentence(done["full_response"])
+    assert HOURS.search(lead)
+    n = int(re.search(r"\[(\d+)\]", done["full_response"]).group(1))
+    assert n > len(first) and HOURS.search(done["sources"][n - 1]["text"])
+
+
+def test_an_answer_that_passes_intact_triggers_no_second_search(kb):
+    sources = gathered(kb, "opening hours")
+    n = number_of(sources, "Monday to Friday from 9 am to 6 pm")
+    answer = (f"The office is open Monday to Friday from 9 am to 6 pm, and on Saturdays by "
+              f"appointment [{n}].")
+    agent, _ = make_agent(['REFLECTION: Searching.\nACTION: rag_search("opening hours")',
+                           f"REFLECTION: Done.\nFINAL ANSWER: {answer}"], kb=kb)
+    done = done_of(list(agent.stream(WHEN_EN)))
+    assert done["full_response"] == answer
+    assert len(done["sources"]) == len(sources)
+
+
 # -- Reflection's text answers (the service's `reflect` rounds) ---------------------------
 def test_a_refined_answer_is_composed_like_the_modes_answers(kb):
     from agentmodes.llm.scripted import ScriptedModel

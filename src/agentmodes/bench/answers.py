@@ -93,8 +93,10 @@ class RunComposer:
     prompt, the mode's language and "not found" line. The prompt is rebuilt from the
     settings (Agent.prompt), so a log needs no copy of it."""
 
-    def __init__(self, composer: Composer, kb: Any, dataset: str):
-        self.composer, self.kb, self.dataset = composer, kb, dataset
+    def __init__(self, composer: Composer, kb: Any, dataset: str,
+                 stems: Optional[dict[str, str]] = None):
+        self.composer, self.kb, self.dataset, self.stems = composer, kb, dataset, stems or {}
+        self.search_k = getattr(settings_for(dataset, "reflact"), "search_k", 5)
         self._prompts: dict[tuple[str, str], tuple[str, tuple[str, str]]] = {}
 
     def compose(self, model_text: str, question: str, mode: str, sources: Sequence[Any]):
@@ -109,8 +111,29 @@ class RunComposer:
             self._prompts[key] = (lang, (system, prompts.load("final_answer", lang)))
         lang, prompt_texts = self._prompts[key]
         not_found = prompts.fill(prompts.load("not_found", lang), QUESTION=question)
-        return self.composer.compose(model_text, question, sources, lang=lang,
-                                     prompt_texts=prompt_texts, not_found=not_found)
+        sources = list(sources)
+        composition = self.composer.compose(
+            model_text, question, sources, lang=lang, prompt_texts=prompt_texts,
+            not_found=not_found, more_sources=lambda: self._question_sources(question, sources))
+        return composition, sources
+
+    def _question_sources(self, question: str, sources: list[dict]) -> list[dict]:
+        """What the loop's answer step adds (AnswerWriter._question_sources): the run's own
+        search tool on the user's question, numbered on; appended to `sources` in place."""
+        from ..tools.search import rag_search
+
+        if not sources:
+            return []
+        have = {(s.get("title"), s.get("text")) for s in sources}
+        added = []
+        for src in rag_search(self.kb, k=self.search_k)(question).sources:
+            if (src.title, src.text) not in have:
+                have.add((src.title, src.text))
+                added.append({"n": len(sources) + len(added) + 1,
+                              "passage": passage_of(src.source, self.stems), "title": src.title,
+                              "text": src.text, "confidence": round(src.confidence, 4)})
+        sources.extend(added)
+        return added
 
 
 def score_record(rec: dict, run_composer: RunComposer, recompose: bool) -> dict[str, dict]:
@@ -120,14 +143,19 @@ def score_record(rec: dict, run_composer: RunComposer, recompose: bool) -> dict[
     mode = rec.get("variant", "reflact")
     out = {}
     model = rec.get("model_answer") or ""
-    composed = rec.get("answer") or ""
+    composed, composed_sources = rec.get("answer") or "", sources
     if recompose:
-        composed = run_composer.compose(model, rec["question"], mode, sources).text
+        composition, composed_sources = run_composer.compose(model, rec["question"], mode,
+                                                             sources)
+        composed = composition.text
     started = time.perf_counter()
-    extractive = run_composer.compose("", rec["question"], mode, sources).text
+    composition, extracted_sources = run_composer.compose("", rec["question"], mode, sources)
+    extractive = composition.text
     extract_s = time.perf_counter() - started
-    for name, text in (("model", model), ("composed", composed), ("extractive", extractive)):
-        out[name] = {**score(text, cited_passages(text, sources), answers, gold), "text": text}
+    for name, text, numbered in (("model", model, sources),
+                                 ("composed", composed, composed_sources),
+                                 ("extractive", extractive, extracted_sources)):
+        out[name] = {**score(text, cited_passages(text, numbered), answers, gold), "text": text}
     out["extractive"]["compose_s"] = round(extract_s, 4)
     return out
 
@@ -207,7 +235,7 @@ def run_answers(llm: Any, *, llm_label: str, datasets: Sequence[str], modes: Seq
                 ids = {r["task_id"] for r in records}
                 questions = [q for q in questions if q.id in ids]
             report = summarize(name, qa, questions, records, modes,
-                               RunComposer(composer, kb, name), recompose)
+                               RunComposer(composer, kb, name, stems), recompose)
             if logged_only:
                 report.meta["sample"] = (f"{len(questions)} of the {limit or len(qa.questions)}"
                                          "-question sample finished so far (--logged-only)")

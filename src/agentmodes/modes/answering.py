@@ -42,12 +42,30 @@ class AnswerWriter:
         composition = self.composer.compose(
             answer, self.question, self.book.sources, lang=self.lang,
             prompt_texts=(self.messages[0]["content"], prompts.load("final_answer", self.lang)),
-            not_found=prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question))
+            not_found=prompts.fill(prompts.load("not_found", self.lang), QUESTION=self.question),
+            more_sources=self._question_sources)
         yield {"delta": composition.text}
         done = self._done(composition.text)
         done["model_answer"] = answer
         done["composition"] = composition.as_dict()
         yield done
+
+    def _question_sources(self) -> list:
+        """For the composer (when the model's answer does not pass intact): what a search
+        of the user's own question adds to what the run gathered. Only after the run did
+        search (an answer from the conversation alone is not judged against documents)
+        and did not search the question itself; a failing search adds nothing."""
+        tool = self.tools.search_tool()
+        if tool is None or self.searched_question or not len(self.book):
+            return []
+        self.searched_question = True
+        try:
+            result = tool(self.question)
+        except Exception:  # noqa: BLE001 - the answer must not be lost to a search
+            return []
+        before = len(self.book)
+        self.book.add(result.sources or [])
+        return self.book.sources[before:]
 
     def _final_call(self, reason: str) -> Iterator[Event]:
         """Answer from what was gathered (adaptive exit, limit, repeats): never empty."""

@@ -29,25 +29,22 @@ completions and Reflection's and Reflexion's text answers all show the same comp
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
-
-import numpy as np
+from typing import Any, Callable, Optional, Sequence
 
 from ..knowledge.analysis import Analyzer, detect_language
-from .answer_types import evidence, has_evidence, question_types, values
+from .answer_types import question_types
 from .cleanup import (PromptCopy, collapse_repeats, junk_reason, strip_labels,
                       strip_placeholders, words)
-from .extractive import Candidate, candidates, rank, select
+from .extractive import Candidate, candidates
+from .lead import LEAD_MARGIN, LeadChooser
+from .render import render_extracts, render_model
 from .statements import Statement, block_citations, recite, split_statements
 from .support import SupportJudge, numbers_of
+from .vectors import SentenceVectors
 
 MAX_CHARS = 600            # an extractive or repaired answer, before the sources
 MODEL_MAX_CHARS = 1500     # an answer the model wrote that passed whole
-LEAD_MARGIN = 1.5          # how far the model's best statement may rank below the best
-                           # source sentence before that sentence leads (calibrated)
-_CACHE_SIZE = 4096
 
 
 @dataclass(slots=True)
@@ -65,6 +62,7 @@ class Composition:
     dropped: list[dict] = field(default_factory=list)     # {"text", "reason"}
     extractive: bool = False          # nothing the model wrote survived
     model_answer: str = ""
+    intact: bool = False              # the model's answer, byte for byte
 
     def as_dict(self) -> dict[str, Any]:
         return {"extractive": self.extractive,
@@ -81,79 +79,58 @@ class Composer:
     def __init__(self, embedder: Any = None, *, language: str = "auto",
                  max_chars: int = MAX_CHARS, model_max_chars: int = MODEL_MAX_CHARS,
                  judge: Optional[SupportJudge] = None, lead_margin: float = LEAD_MARGIN):
-        self._embedder = embedder          # an Embedder, a zero-argument callable, or None
+        self.vectors = SentenceVectors(embedder)   # an Embedder, a zero-arg callable, or None
         self.analyzer = Analyzer(language if language in ("de", "en", "auto") else "auto")
-        self.judge = judge or SupportJudge(self.analyzer, embed=self._embed)
+        self.judge = judge or SupportJudge(self.analyzer, embed=self.vectors.embed)
         if self.judge.embed is None:
-            self.judge.embed = self._embed
+            self.judge.embed = self.vectors.embed
         self.max_chars, self.model_max_chars = max_chars, model_max_chars
         self.lead_margin = lead_margin
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._failed = False
-
-    # -- embedder ------------------------------------------------------------------------
-    def _model(self) -> Any:
-        if self._failed or self._embedder is None:
-            return None
-        if callable(self._embedder) and not hasattr(self._embedder, "embed_passages"):
-            try:
-                self._embedder = self._embedder()
-            except Exception:      # noqa: BLE001 - no embedder: words and numbers only
-                self._failed, self._embedder = True, None
-        return self._embedder
-
-    def _embed(self, texts: Sequence[str]) -> Optional[np.ndarray]:
-        model = self._model()
-        if model is None or not texts:
-            return None
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            try:
-                rows = model.embed_passages(missing)
-            except Exception:      # noqa: BLE001 - a failing embedder must not lose the answer
-                self._failed = True
-                return None
-            for text, row in zip(missing, rows):
-                self._vectors[text] = np.asarray(row, dtype=np.float32)
-            while len(self._vectors) > _CACHE_SIZE:
-                self._vectors.popitem(last=False)
-        return np.vstack([self._vectors[t] for t in texts])
-
-    def _embed_query(self, text: str) -> Optional[np.ndarray]:
-        model = self._model()
-        if model is None:
-            return None
-        try:
-            return np.asarray(model.embed_query(text), dtype=np.float32)
-        except Exception:          # noqa: BLE001
-            self._failed = True
-            return None
 
     # -- composing -----------------------------------------------------------------------
     def compose(self, answer: str, question: str, sources: Sequence[Any], *, lang: str = "en",
-                prompt_texts: Sequence[str] = (), not_found: str = "") -> Composition:
+                prompt_texts: Sequence[str] = (), not_found: str = "",
+                more_sources: Optional[Callable[[], Sequence[Any]]] = None) -> Composition:
         """The answer to show for `question`, from the model's `answer` and the run's
-        `sources` (numbered 1..n as the answer cites them)."""
+        `sources` (numbered 1..n as the answer cites them).
+
+        `more_sources` (the loop passes a search of the user's own question) is asked only
+        when the model's answer does not pass intact: what it returns is numbered on from
+        n+1 and the answer composed again. A small model's search queries often miss the
+        passage the question itself finds (XQuAD-en, embedded model: the gold passage was
+        among the gathered sources for 85% of the questions); an answer that passes intact
+        is never recomposed, so a capable model's answer stays byte for byte."""
+        first = self._compose(answer, question, sources, lang, prompt_texts, not_found)
+        if first.intact or more_sources is None:
+            return first
+        extra = list(more_sources() or ())
+        if not extra:
+            return first
+        return self._compose(answer, question, [*sources, *extra], lang, prompt_texts,
+                             not_found)
+
+    def _compose(self, answer: str, question: str, sources: Sequence[Any], lang: str,
+                 prompt_texts: Sequence[str], not_found: str) -> Composition:
         answer = answer or ""
         sources = [_as_source(s) for s in sources]
         work = _Work(self, question, sources, lang, prompt_texts)
         kept = work.judge_model(answer)
         if not sources:
-            text = work.render_model(answer, kept, cap=self.model_max_chars) if kept else ""
+            text = render_model(kept, cap=self.model_max_chars) if kept else ""
             return Composition(text or not_found, [Composed(k.text, "model", []) for k in kept],
                                work.dropped, extractive=not kept, model_answer=answer)
         lead, kept = work.lead_for(kept)
         intact = bool(kept) and not work.dropped and not work.changed and not lead
         cap = self.model_max_chars if intact else self.max_chars
-        lead_text = work.render_extracts(lead, cap=cap)     # the direct answer comes first
+        lead_text = render_extracts(lead, cap=cap)     # the direct answer comes first
         model_text = answer.strip() if intact else \
-            work.render_model(answer, kept, cap=cap - len(lead_text) - 2)
+            render_model(kept, cap=cap - len(lead_text) - 2)
         text = "\n\n".join(p for p in (lead_text, model_text) if p)
         statements = [Composed(e.text + f" [{e.source}]", "extracted", [e.source])
                       for e in lead] + [Composed(k.text, "model", list(k.cites), k.support)
                                         for k in kept]
         return Composition(text or not_found, statements, work.dropped,
-                           extractive=not kept, model_answer=answer)
+                           extractive=not kept, model_answer=answer, intact=intact)
 
 
 @dataclass(slots=True)
@@ -165,7 +142,7 @@ class _Kept:
     plain: str
 
 
-class _Work:
+class _Work(LeadChooser):
     """The state of one composition (kept for its cached analyses of the sources)."""
 
     def __init__(self, composer: Composer, question: str, sources: Sequence[Any], lang: str,
@@ -279,8 +256,8 @@ class _Work:
     def _ground(self, plain: str, cites: tuple[int, ...]):
         """(reason to drop or None, the citations that support it, support figures)."""
         vector = None
-        if self.c._model() is not None:
-            rows = self.c._embed([plain])
+        if self.c.vectors.model() is not None:
+            rows = self.c.vectors.embed([plain])
             vector = rows[0] if rows is not None else None
         ev = self.evidence
         if cites:
@@ -301,117 +278,11 @@ class _Work:
             return reason, cites, _support_dict(whole)
         return None, (best,), _support_dict(best_support)
 
-    # the lead
-    def lead_for(self, kept: list[_Kept]) -> tuple[list, list[_Kept]]:
-        """(extracted statements to put before the model's, the model's that stay).
-
-        When the model's answer does not contain the first kind of content asked for, it
-        did not answer the question: its statements without any wanted kind go too (true
-        but beside the point), and the sources' best sentences for every kind it missed
-        lead."""
-        facts = [k for k in kept if k.statement.kind != "heading"]
-        if facts and not self._lead_needed(facts):
-            return [], kept
-        ranked = self._ranked()
-        if not ranked:
-            return [], kept
-        kinds = self.kinds
-        if facts and self.kinds:
-            for k in facts:
-                if not evidence(k.plain, self.kinds):
-                    self.drop(k.statement, "off-question")
-            kept = [k for k in kept if evidence(k.plain, self.kinds)]
-            have = evidence(" ".join(k.plain for k in kept), self.kinds)
-            kinds = [k for k in self.kinds if k not in have] or self.kinds
-        extracts = select(ranked, kinds, max_chars=self.c.max_chars)
-        if kept:                   # the model's statements follow: no extract repeats them
-            model_terms = [self.judge.terms(k.plain) for k in kept]
-            extracts = [e for e in extracts if not any(
-                _overlap(self.judge.terms(e.text), t) >= 0.6 for t in model_terms)]
-            if not self.kinds:
-                extracts = extracts[:1]
-        return extracts, kept
-
-    def _lead_needed(self, facts: list[_Kept]) -> bool:
-        """The model's statements lead unless they lack the kind of content asked for, or
-        rank well below the best source sentence for the question (then they are true but
-        beside the point: a number, but not the one asked for, "1 point" where the source
-        says "gave up just 308 points"; on the embedded model's XQuAD-en runs every
-        kind-bearing answer that led this way missed the gold answer)."""
-        said = " ".join(k.plain for k in facts)
-        if self.kinds and not evidence(said, self.kinds[:1]):
-            return True
-        ranked = self._ranked()
-        if not ranked:
-            return False
-        if self.kinds and _agrees(said, ranked, self.kinds[0]):
-            return False               # the same answer the best source sentences give
-        probes = [Candidate(0, Statement(k.plain, 0, len(k.plain), "sentence", 0, ()), i,
-                            frozenset(), detect_language(k.plain),
-                            max((self.sources[n - 1].confidence for n in k.cites), default=0.0))
-                  for i, k in enumerate(facts)]
-        scored = self._score(probes + [Candidate(c.source, c.statement, c.position, c.kinds,
-                                                 c.language, c.confidence, c.order)
-                                       for c in ranked])
-        best_model = max(c.score for c in scored if c.source == 0)
-        best_source = max(c.score for c in scored if c.source != 0)
-        return best_model < best_source - self.c.lead_margin
-
-    def _ranked(self) -> list[Candidate]:
-        if self._ranked_cache is None:
-            self._ranked_cache = self._score(list(self.cands))
-        return self._ranked_cache
-
-    def _score(self, cands: list[Candidate]) -> list[Candidate]:
-        vectors = self.c._embed([c.text for c in cands]) if cands else None
-        q_vector = self.c._embed_query(self.question) if vectors is not None else None
-        return rank(self.question, cands, self.kinds,
-                    lang=self.lang if self.strict_language else None,
-                    analyzer=self.c.analyzer, q_vector=q_vector, vectors=vectors)
-
-    # rendering
-    def render_model(self, answer: str, kept: list[_Kept], cap: int) -> str:
-        if cap < 40:                       # no room left after the lead
-            return ""
-        parts: list[str] = []
-        length, last_block = 0, None
-        for k in kept:
-            sep = "" if not parts else "\n\n" if k.statement.block != last_block else \
-                "\n" if k.statement.kind in ("item", "heading") else " "
-            if parts and length + len(sep) + len(k.text) > cap:
-                break
-            parts.append(sep + (k.text if len(k.text) <= cap else _cut(k.text, cap)))
-            length += len(parts[-1])
-            last_block = k.statement.block
-        return "".join(parts).strip()
-
-    def render_extracts(self, extracts: list, cap: int) -> str:
-        lines: list[str] = []
-        length = 0
-        for e in extracts:
-            line = f"{e.text} [{e.source}]"
-            if lines and length + len(line) + 1 > cap:
-                break
-            if len(line) > cap:
-                line = _cut(e.text, max(40, cap - 6)) + f" [{e.source}]"
-            lines.append(line)
-            length += len(line) + 1
-        return "\n".join(lines)
-
-
 @dataclass(slots=True)
 class _Source:
     title: str
     text: str
     confidence: float
-
-
-def _agrees(said: str, ranked: list[Candidate], kind: str, top: int = 3) -> bool:
-    """Whether the model's answer gives what one of the best-ranked source sentences with
-    content of the kind asked for gives (the same number, date or name)."""
-    mine = values(said, kind)
-    best = [c for c in ranked if has_evidence(c.text, kind)][:top]
-    return any(mine & values(c.text, kind) for c in best)
 
 
 def _as_source(src: Any) -> Any:
@@ -427,17 +298,6 @@ def _plain(text: str) -> str:
 
 
 _CAPITALISED = re.compile(r"(?<=\s)[A-ZÄÖÜ][\w-]+")
-
-
-def _overlap(a: frozenset, b: frozenset) -> float:
-    return len(a & b) / len(a) if a else 0.0
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit - 2)
-    return text[:cut if cut > limit // 2 else limit - 2].rstrip(",;: ") + " …"
 
 
 def _support_dict(support) -> dict:

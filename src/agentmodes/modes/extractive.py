@@ -29,7 +29,7 @@ from .statements import Statement, split_statements
 
 @dataclass(frozen=True, slots=True)
 class RankWeights:
-    alpha: float = 0.5          # dense share in the fusion of the two z-scores
+    alpha: float = 0.7          # dense share in the fusion of the two z-scores
     kind: float = 1.5           # per wanted kind of content the sentence has
     density: float = 1.0        # times how much of that content it has (answer_types.density)
     confidence: float = 1.0     # times the source hit's calibrated confidence
@@ -44,6 +44,9 @@ MIN_CHARS = 25
 MAX_STATEMENTS = 3
 FACET = 2.0                     # choosing the sentence for a wanted kind: weight of density
 GROUP_CHARS = 300               # a statement may join its neighbour up to this length
+RUNNER_UP = 1.0                 # a further statement scores at most this far below the best
+SHORTER_LEAD = 0.5              # a chosen statement this close to the lead's score, and
+                                # shorter, leads instead (fitted: compose_calibration.py)
 
 
 @dataclass(slots=True)
@@ -120,10 +123,12 @@ class Extract:
 
 
 def select(ranked: list[Candidate], kinds: Sequence[str], *, max_statements: int = MAX_STATEMENTS,
-           max_chars: int = 600) -> list[Extract]:
+           max_chars: int = 600, shorter_lead: float = SHORTER_LEAD,
+           runner_up: float = RUNNER_UP) -> list[Extract]:
     """The best candidates, each wanted kind covered if any candidate has it, with the
     neighbours that continue it (the next sentence of the same kind, the other items of a
-    contact list), within the length budget."""
+    contact list), within the length budget; the shortest of those that score within
+    `shorter_lead` of the first goes first."""
     if not ranked:
         return []
     by_source: dict[int, list[Candidate]] = {}
@@ -162,7 +167,10 @@ def select(ranked: list[Candidate], kinds: Sequence[str], *, max_statements: int
     if CONTACT in wanted:                      # phone, e-mail and address, where found
         missing = set(CONTACT_KINDS) - contact_kinds(_text_of(chosen))
         while missing and len(chosen) < max_statements:
-            adds = [(len(contact_kinds(c.text) & missing), c.score, i)
+            # counted with the list it belongs to: the address item of a list that also
+            # gives phone and e-mail beats a line with the e-mail alone
+            adds = [(len(contact_kinds(" ".join(p.text for p in _with_neighbours(
+                        c, by_source[c.source], used))) & missing), c.score, i)
                     for i, c in enumerate(ranked) if id(c) not in used and CONTACT in c.kinds]
             adds = [a for a in adds if a[0]]
             if not adds or not take(ranked[max(adds)[2]]):
@@ -172,12 +180,27 @@ def select(ranked: list[Candidate], kinds: Sequence[str], *, max_statements: int
         take(ranked[0])
     lead = max(e.parts[0].score for e in chosen)
     for c in ranked:                           # fill up with close runners-up
-        if len(chosen) >= max_statements or c.score < lead - 1.0:
+        if len(chosen) >= max_statements or c.score < lead - runner_up:
             break
         if id(c) in used or (wanted and not c.kinds) or not _adds(c, chosen):
             continue
         take(c)
-    return chosen
+    return _shorter_first(chosen, shorter_lead)
+
+
+def _shorter_first(chosen: list[Extract], margin: float) -> list[Extract]:
+    """Among statements that answer about equally well, the short one is the direct answer:
+    put first, it also leaves room for the next one in what a reader takes in at a glance
+    (a 280-character sentence that ranks a hair higher would push the second, often the
+    one with the answer, past the first 300 characters). It must have the kinds of content
+    the lead has: "when ... and how do I reach you" keeps the hours first."""
+    if len(chosen) < 2 or margin <= 0:
+        return chosen
+    lead = chosen[0]
+    kinds = _kinds(lead)
+    best = min((e for e in chosen if e.parts[0].score >= lead.parts[0].score - margin
+                and kinds <= _kinds(e)), key=lambda e: (len(e.text), chosen.index(e)))
+    return [best] + [e for e in chosen if e is not best]
 
 
 def _with_neighbours(c: Candidate, group: list[Candidate], used: set[int]) -> list[Candidate]:
@@ -209,6 +232,10 @@ def _with_neighbours(c: Candidate, group: list[Candidate], used: set[int]) -> li
                 and len(c.text) + len(nxt.text) <= GROUP_CHARS):
             out.append(nxt)
     return [c] + out
+
+
+def _kinds(e: Extract) -> frozenset:
+    return frozenset().union(*(p.kinds for p in e.parts))
 
 
 def _text_of(chosen: list[Extract]) -> str:

@@ -11,8 +11,8 @@ import re
 from typing import Iterable
 
 from ..tools.base import Source
+from .citations import SPACED_CITATION_RE, citations
 
-_CITATION_RE = re.compile(r"[ \t]?\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 
 
 class SourceBook:
@@ -45,7 +45,7 @@ class SourceBook:
 
 
 def cited_numbers(text: str) -> set[int]:
-    return {int(n) for m in _CITATION_RE.finditer(text) for n in m.group(1).split(",")}
+    return set(citations(text))
 
 
 def clean_citations(text: str, count: int) -> str:
@@ -60,7 +60,7 @@ def clean_citations(text: str, count: int) -> str:
         lead = m.group(0)[0] if m.group(0)[0] in " \t" else ""
         return f"{lead}[{', '.join(numbers)}]"
 
-    return _CITATION_RE.sub(keep, text)
+    return SPACED_CITATION_RE.sub(keep, text)
 
 
 class CitationFilter:

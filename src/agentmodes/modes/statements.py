@@ -21,14 +21,14 @@ from typing import Literal
 
 import sentencex
 
+from .citations import CITATION_RE, SPACED_CITATION_RE, citations  # noqa: F401 - re-exported
+
 Kind = Literal["sentence", "item", "heading"]
-CITATION_RE = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 _BLOCK_SPLIT = re.compile(r"\n[ \t]*\n+")
 _ITEM_RE = re.compile(r"^[ \t]*(?:[-*•–]|\d{1,2}[.)])[ \t]+")
 _ABBREVIATION_END = re.compile(r"\b(?:zzgl|inkl|ca|bzw|vgl|evtl|ggf|usw|etc|z\. ?B|d\. ?h|"
                                r"u\. ?a|Nr|Str|Tel|e\. ?g|i\. ?e|approx|incl|vs)\.$")
 _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+\S.*|[^.!?\n]{1,60}:)[ \t]*$")
-_CITED_RE = re.compile(r"[ \t]*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 _END_PUNCT_RE = re.compile(r"([.!?…:;]+)$")
 _DANGLING_RE = re.compile(r"[\s\[(,]+$")
 
@@ -38,7 +38,7 @@ def recite(text: str, cites: tuple[int, ...]) -> str:
     them, and the new one goes where a writer puts it, before the closing punctuation
     ("geöffnet [2]." rather than "geöffnet . [2]"; "people [5]" rather than "people, [ [5]")."""
     # a sentence cut off by the token limit can end in an opened "[" or "(" or a comma
-    bare = _DANGLING_RE.sub("", _CITED_RE.sub("", text))
+    bare = _DANGLING_RE.sub("", SPACED_CITATION_RE.sub("", text))
     mark = f" [{', '.join(map(str, cites))}]"
     end = _END_PUNCT_RE.search(bare)
     if end is None:
@@ -59,11 +59,6 @@ class Statement:
     def plain(self) -> str:
         """The text without citation markers and list bullet."""
         return " ".join(_ITEM_RE.sub("", CITATION_RE.sub("", self.text)).split())
-
-
-def citations(text: str) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(int(n) for m in CITATION_RE.finditer(text)
-                               for n in m.group(1).split(",")))
 
 
 @lru_cache(maxsize=8192)

