@@ -48,6 +48,8 @@ def ingest(kb: str, folders: list[str]) -> dict:
         start = time.perf_counter()
         report = base.ingest(folders, embed=False)
         text_s = time.perf_counter() - start
+        # the 1-minute average as the text ingest ends, before embedding and graph building
+        text_load = os.getloadavg()[0]
         shared_pool().close()  # the extraction workers exit: their CPU time is counted below
         usage = resource.getrusage(resource.RUSAGE_SELF)
         workers = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -64,7 +66,7 @@ def ingest(kb: str, folders: list[str]) -> dict:
             # this process (writes, index) + the extraction workers (extract, chunk, analyse)
             "text_ingest_cpu_s": own_cpu_s + workers_cpu_s,
             "text_ingest_own_cpu_s": own_cpu_s, "text_ingest_workers_cpu_s": workers_cpu_s,
-            "load_avg_during_ingest": os.getloadavg()[0],
+            "load_avg_text_ingest_end": text_load,
             "embedded": embedded, "embed_s": embed_s, "peak_rss_mb": peak_rss_mb()}
 
 
