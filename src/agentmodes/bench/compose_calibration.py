@@ -42,6 +42,7 @@ from ..evaluators.text import normalize_answer, strip_citations
 from ..modes import extractive
 from ..modes.answer_types import question_types
 from ..modes.compose import Composer
+from ..modes.lead import LEAD_MARGIN
 from ..modes.statements import citations
 from ..modes.support import DENSE_SUPPORT, LEXICAL_SUPPORT, SupportJudge, numbers_of
 from ..tools.search import hit_to_source
@@ -278,7 +279,7 @@ def markdown(data: dict) -> str:
     ld = data.get("lead")
     if ld:
         lines += ["", f"Lead margin ({ld['questions']} questions, simulated answers): best "
-                  f"{ld['best']['margin']}", "",
+                  f"{ld['best']['margin']}; shipped in modes/lead.py: {LEAD_MARGIN}", "",
                   "| margin | capable passes intact | capable both | off-point both | mean |",
                   "|---|---|---|---|---|"]
         lines += [f"| {t['margin']} | {t['capable_intact']:.3f} | {t['capable_both']:.3f} | "
