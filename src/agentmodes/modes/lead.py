@@ -21,8 +21,10 @@ from .statements import Statement
 if TYPE_CHECKING:
     from .compose import _Kept
 
-LEAD_MARGIN = 1.0          # how far the model's best statement may rank below the best
-                           # source sentence before that sentence leads (calibrated)
+# How far the model's best statement may rank below the best source sentence before that
+# sentence leads. Calibrated (compose_calibration.md): the mean over capable and off-point
+# simulated answers is flat from 0.75 to 1.5 (0.778-0.780 on 600 questions), within noise.
+LEAD_MARGIN = 1.0
 
 
 class LeadChooser:
