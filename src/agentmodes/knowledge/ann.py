@@ -38,11 +38,12 @@ EXPANSION_SEARCH = 256  # least ef at query time (>= the candidates asked for)
 # where hybrid search lost its recall@10 against exact (bench scale KBs, 2026-12-02, 400
 # queries: the bench's first 100 + 300 more): at 1M chunks 233 of 4,000 exact hits were
 # missed, all first-pass graph misses or the different feedback hit they cause; none came
-# from the lexical cut (no missed chunk ranked within its 600) and 2 from float16 rescoring. At 1M, ef 256 / 512 / 768 / 1024 / 1536 gave 0.942 / 0.951 / 0.962 / 0.967 /
-# 0.972 at 19.0 / 21.4 / 23.5 / 28.0 / 32.3 ms CPU p50 per hybrid query; at 100k ef 256 /
-# 320 / 384 / 512 gave 0.980 / 0.981 / 0.982 / 0.985 (the bench's 100: 0.968 / 0.971 /
-# 0.972 / 0.979) at 8.5 / 9.0 / 10.8 / 12.0 ms. So ef = EXPANSION_AT_1M * sqrt(vectors / 1M),
-# at least EXPANSION_SEARCH, rounded up to 64: 100k -> 384, 1M -> 1024, up to 62,500 256.
+# from the lexical cut (no missed chunk ranked within its 600) and 2 from float16 rescoring.
+# At 1M, ef 256 / 512 / 768 / 1024 / 1536 gave 0.942 / 0.951 / 0.962 / 0.967 / 0.972 at
+# 19.0 / 21.4 / 23.5 / 28.0 / 32.3 ms CPU p50 per hybrid query; at 100k ef 256 / 320 / 384 /
+# 512 gave 0.980 / 0.981 / 0.982 / 0.985 (the bench's 100: 0.968 / 0.971 / 0.972 / 0.979)
+# at 8.5 / 9.0 / 10.8 / 12.0 ms. So ef = EXPANSION_AT_1M * sqrt(vectors / 1M), at least
+# EXPANSION_SEARCH, rounded up to 64: 100k -> 384, 1M -> 1024, up to 62,500 vectors 256.
 EXPANSION_AT_1M = 1024
 # AGENTMODES_ANN_EF: one fixed ef for every graph (measuring the curve above)
 FIXED_EXPANSION = int(os.environ.get("AGENTMODES_ANN_EF") or 0)
