@@ -104,7 +104,7 @@ class LexicalIndex:
         self.k1, self.b = k1, b
         self.segments: list[Segment] = []     # frozen, in row order
         self._offsets: list[int] = []         # first row of each segment
-        self._tail: list[list[int]] = []      # key lists of rows after the segments
+        self._tail: list = []                 # key lists (or int64 arrays) of rows after the segments
         self._tail_langs: list[int] = []
         self._tail_segment: Segment | None = None
         self._row_ids = GrowingArray(np.int64)
