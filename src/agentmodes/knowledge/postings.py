@@ -10,7 +10,8 @@ and costs nothing until a query touches it):
 - doclen  uint32[n]   terms per row (with repeats): the BM25 document length
 - fwd_starts int64[n+1], fwd_keys int64[P], fwd_tfs uint16[P]: each row's distinct terms
   (and their tf) in order of first occurrence: pseudo-relevance feedback picks a hit's
-  rarest terms, coverage compares sets, and a merge rebuilds postings from them
+  rarest terms, coverage compares sets, and take() of rows out of order sorts postings
+  from them (a merge does not: it merges the already-sorted postings, see merge)
 - langs   uint8[n]    the language each row was analysed in (index into analysis.LANGUAGES)
 
 BM25 weights are NOT stored: they depend on the corpus size, the average length and each
