@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -42,15 +43,28 @@ class StandInEmbedder:
     name = "bench:hashed-words-384"
     dim = 384
 
+    CACHE_WORDS = 500_000  # word -> bucket memo, cleared when full (unique ids never repeat)
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, int] = {}
+
     def _vectors(self, texts: list[str]) -> np.ndarray:
-        rows, cols = [], []
-        for i, text in enumerate(texts):
-            buckets = [zlib.crc32(w[:6].encode()) % self.dim
-                       for w in _WORD.findall(text.lower())]
-            rows.extend([i] * len(buckets))
-            cols.extend(buckets)
-        counts = np.bincount(np.asarray(rows, dtype=np.int64) * self.dim +
-                             np.asarray(cols, dtype=np.int64),
+        # The words' buckets come from a memo looked up with map() in C: a crc32 per word in
+        # a Python loop made this "fast" stand-in take 10 minutes of the 1M benchmark. Same
+        # buckets, same counts, so the same vectors as the plain loop.
+        words = [_WORD.findall(text.lower()) for text in texts]
+        flat = list(chain.from_iterable(words))
+        memo = self._buckets
+        if len(memo) > self.CACHE_WORDS:
+            memo.clear()
+        found = list(map(memo.get, flat))
+        if None in found:
+            for word in set(flat).difference(memo):
+                memo[word] = zlib.crc32(word[:6].encode()) % self.dim
+            found = list(map(memo.__getitem__, flat))
+        rows = np.repeat(np.arange(len(texts), dtype=np.int64),
+                         np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
+        counts = np.bincount(rows * self.dim + np.asarray(found, dtype=np.int64),
                              minlength=len(texts) * self.dim).astype(np.float32)
         matrix = counts.reshape(len(texts), self.dim)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)

@@ -115,7 +115,10 @@ def warm(kb: str, queries: list[str], modes: list[str], k: int = 10) -> dict:
     # memory before the exact recall check, which reads every vector and would count them
     out.update(index_rss_mb=rss_mb() - before, stand_in_query_embedding_ms=float(
         np.median(embed_times) * 1000))
-    out["recall"] = _recall_against_exact(base, queries[:100], k)
+    # every latency query (200 by default; was the first 100): at 1M chunks the first 100
+    # and 400 queries measured 0.963 and 0.967 for the same code, a +-0.01 sampling spread
+    # that the 0.95 target should not hinge on
+    out["recall"] = _recall_against_exact(base, queries, k)
     base.close()
     return out
 
@@ -139,8 +142,10 @@ def _recall_against_exact(base, queries: list[str], k: int) -> dict:
                  for mode in ("hybrid", "semantic")}
     finally:
         searcher.dense.ann, searcher_module.EXACT_ROWS = ann, limit
-    return {mode: sum(len(set(a) & set(b)) for a, b in zip(shipped[mode], exact[mode])) /
-            max(1, sum(len(b) for b in exact[mode])) for mode in shipped}
+    out = {mode: sum(len(set(a) & set(b)) for a, b in zip(shipped[mode], exact[mode])) /
+           max(1, sum(len(b) for b in exact[mode])) for mode in shipped}
+    out["queries"] = len(queries)
+    return out
 
 
 def add(kb: str, file: str, query: str) -> dict:

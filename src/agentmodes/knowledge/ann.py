@@ -33,9 +33,31 @@ import numpy as np
 ANN_MIN = int(os.environ.get("AGENTMODES_ANN_MIN") or 50_000)
 CONNECTIVITY = 16      # graph degree (M): recall vs memory and build time
 EXPANSION_ADD = 128    # ef_construction
-EXPANSION_SEARCH = 256  # ef at query time (>= the candidates asked for)
+EXPANSION_SEARCH = 256  # least ef at query time (>= the candidates asked for)
+# A fixed ef finds a smaller share of the true neighbours as the graph grows, and that was
+# where hybrid search lost its recall@10 against exact (bench scale KBs, 2026-12-02, 400
+# queries: the bench's first 100 + 300 more): at 1M chunks 233 of 4,000 exact hits were
+# missed, all first-pass graph misses or the different feedback hit they cause; none came
+# from the lexical cut (no missed chunk ranked within its 600) and 2 from float16 rescoring.
+# At 1M, ef 256 / 512 / 768 / 1024 / 1536 gave 0.942 / 0.951 / 0.962 / 0.967 / 0.972 at
+# 19.0 / 21.4 / 23.5 / 28.0 / 32.3 ms CPU p50 per hybrid query; at 100k ef 256 / 320 / 384 /
+# 512 gave 0.980 / 0.981 / 0.982 / 0.985 (the bench's 100: 0.968 / 0.971 / 0.972 / 0.979)
+# at 8.5 / 9.0 / 10.8 / 12.0 ms. So ef = EXPANSION_AT_1M * sqrt(vectors / 1M), at least
+# EXPANSION_SEARCH, rounded up to 64: 100k -> 384, 1M -> 1024, up to 62,500 vectors 256.
+EXPANSION_AT_1M = 1024
+# AGENTMODES_ANN_EF: one fixed ef for every graph (measuring the curve above)
+FIXED_EXPANSION = int(os.environ.get("AGENTMODES_ANN_EF") or 0)
 MAX_GRAPHS = 4         # more graphs than this: the two smallest are merged
 MIN_PER_GRAPH = 32     # candidates asked of even the smallest graph
+
+
+def expansion_for(vectors: int) -> int:
+    """The query-time ef for a graph of this many vectors (the comment at
+    EXPANSION_AT_1M says why it grows as the square root of the size)."""
+    if FIXED_EXPANSION:
+        return FIXED_EXPANSION
+    grown = EXPANSION_AT_1M * (max(vectors, 0) / 1_000_000) ** 0.5
+    return max(EXPANSION_SEARCH, int(-(-grown // 64) * 64))
 
 
 class ApproximateIndex:
@@ -82,11 +104,14 @@ class ApproximateIndex:
         """The rows (keys) in this graph."""
         return np.asarray(self._index.keys, dtype=np.int64)
 
-    def search(self, query: np.ndarray, count: int, expansion: int = EXPANSION_SEARCH
+    def search(self, query: np.ndarray, count: int, expansion: int | None = None
                ) -> np.ndarray:
-        """Rows of (about) the `count` nearest vectors, exploring `expansion` (ef) of them."""
+        """Rows of (about) the `count` nearest vectors, exploring `expansion` (ef) of them
+        (default: expansion_for this graph's size)."""
         if not len(self._index):
             return np.zeros(0, dtype=np.int64)
+        if expansion is None:
+            expansion = expansion_for(len(self._index))
         if self._index.expansion_search != expansion:
             self._index.expansion_search = expansion
         matches = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
@@ -97,7 +122,9 @@ class GraphSet:
     """The approximate index of a KB: graphs over disjoint rows, searched together.
 
     Each graph is asked for a share of the candidates by its size (at least MIN_PER_GRAPH,
-    at most `count`), so a few small recent graphs add little rescoring work."""
+    at most `count`), so a few small recent graphs add little rescoring work; without an
+    explicit `expansion` each explores expansion_for its own size (how well a graph is
+    searched depends on that graph's size, not the KB's)."""
 
     def __init__(self, graphs: list[ApproximateIndex]) -> None:
         self.graphs = graphs
@@ -105,14 +132,15 @@ class GraphSet:
     def __len__(self) -> int:
         return sum(len(g) for g in self.graphs)
 
-    def search(self, query: np.ndarray, count: int, expansion: int = EXPANSION_SEARCH
+    def search(self, query: np.ndarray, count: int, expansion: int | None = None
                ) -> np.ndarray:
         total = len(self)
         if not total:
             return np.zeros(0, dtype=np.int64)
         if len(self.graphs) == 1:
-            return self.graphs[0].search(query, count, expansion)
+            graph = self.graphs[0]
+            return graph.search(query, count, expansion or expansion_for(len(graph)))
         parts = [g.search(query, min(count, max(MIN_PER_GRAPH, -(-2 * count * len(g) // total))),
-                          expansion)
+                          expansion or expansion_for(len(g)))
                  for g in self.graphs if len(g)]
         return np.concatenate(parts)

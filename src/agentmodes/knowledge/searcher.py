@@ -10,7 +10,8 @@ The ranking itself (modes, fusion, feedback, confidence) is retriever.py's, shar
 PostgreSQL backend; this module answers its hooks from numpy arrays. Up to EXACT_ROWS chunks
 (and no approximate graph) every chunk is scored in every pass; above, hybrid fuses
 candidates (retriever.py), and above ann.ANN_MIN vectors the HNSW graph proposes the dense
-ones, rescored from a float16 copy of the vectors (dense.DenseIndex.use_half). Above
+ones, rescored from a float16 copy of the vectors (dense.DenseIndex.use_half), explored
+more widely in larger graphs (ann.expansion_for: ef 384 at 100k vectors, 1024 at 1M). Above
 lexical.LARGE_ROWS (= ANN_MIN) a few shortcuts apply that may round or break ties
 differently (see LARGE_LEXICAL_CANDIDATES, FEEDBACK_CANDIDATES, _row_scores, top_k), so
 smaller knowledge bases keep exactly the results the benchmarks and calibration measured.
@@ -38,10 +39,14 @@ EXACT_ROWS = 20_000   # up to here hybrid search scores every row in every pass
 # with the same ef: that query lies next to the first pass's and the lexical feedback run
 # covers the top hit's neighbourhood, so half the first pass's candidates suffice (100k
 # chunks: recall@10 vs exact 0.985 -> FEEDBACK_RECALL, 2.3 -> 1.2 ms CPU for this search).
+# It stays 128 / ef 128 at every size: at 1M chunks (first pass at ef 1024, ann.py) ef 256
+# here gave recall@10 0.968 against 0.967 for 2.1 ms more CPU per query.
 FEEDBACK_CANDIDATES = int(os.environ.get("AGENTMODES_FEEDBACK_CANDIDATES") or 128)
 # Rows each lexical run proposes to hybrid's fusion above LARGE_ROWS (CANDIDATES below).
 # Every proposed row is rescored from its vector, a scattered read: at 100k chunks 600
 # instead of 1,000 cut hybrid from 15.1 to 11.5 ms CPU at recall@10 vs exact 0.983 -> 0.973.
+# At 1M chunks none of hybrid's misses against exact came from this cut (every missed chunk
+# ranked beyond 700 lexically); 400 instead lost recall (0.967 -> 0.954 at ef 1024), so 600.
 LARGE_LEXICAL_CANDIDATES = int(os.environ.get("AGENTMODES_LEXICAL_CANDIDATES") or 600)
 
 

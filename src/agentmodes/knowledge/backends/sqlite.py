@@ -252,9 +252,12 @@ class SQLiteBackend:
     def documents_under(self, folder: str) -> list[DocumentRow]:
         """Documents whose path lies inside `folder` (an absolute path without trailing sep)."""
         prefix = folder.rstrip("/\\") + "/"
+        # A range on the path index (paths starting with "<folder>/" sort between it and
+        # "<folder>0", '0' following '/'): substr() alone scanned every document, once per
+        # folder of an ingest, 15 s of a 1M-chunk ingest of 1,000 folders.
         rows = self._query("SELECT id, path, root, title, content_hash, mtime, size FROM "
-                           "documents WHERE substr(path, 1, ?) = ? ORDER BY path",
-                           (len(prefix), prefix))
+                           "documents WHERE path >= ? AND path < ? AND substr(path, 1, ?) = ? "
+                           "ORDER BY path", (prefix, prefix[:-1] + "0", len(prefix), prefix))
         return [DocumentRow(*row) for row in rows]
 
     def replace_document(self, path: str, root: str, title: str, content_hash: str,

@@ -36,7 +36,7 @@ import numpy as np
 from ..chunking import index_text
 from ..live_index import LazyEmbedder
 from ..postings import Segment
-from ..prepare import analyzer_signature, keys_of
+from ..prepare import analyzer_signature, keys_array
 from . import index_files as files
 from .index_files import graphs_of
 
@@ -254,20 +254,13 @@ class PersistedIndex:
             if gone:
                 searcher.remove(gone)
             last = m["last_chunk_id"]
-            cursor = db.execute("SELECT id, title, heading_path, text FROM chunks WHERE id > ? "
-                                "ORDER BY id", (last,))
-            analyzer = searcher.lexical.analyzer
-            signature = analyzer_signature(analyzer)
+            cursor = db.execute("SELECT id FROM chunks WHERE id > ? ORDER BY id", (last,))
             while batch := cursor.fetchmany(BATCH):
-                # chunks this process just stored come with their keys (prepare.py)
-                given = self._backend.take_analysis([r[0] for r in batch], signature)
-                analysed = [keys_of(k) if k is not None else
-                            analyzer.analyse_keys(index_text(t, json.loads(h), x))
-                            for k, (_, t, h, x) in zip(given, batch)]
-                searcher.add_analysed([r[0] for r in batch], [a[1] for a in analysed],
-                                      [a[0] for a in analysed])
-                self._replayed += len(batch)
-                m["last_chunk_id"] = batch[-1][0]
+                ids = [r[0] for r in batch]
+                languages, keys = self._analysed(db, ids)
+                searcher.add_analysed(ids, keys, languages)
+                self._replayed += len(ids)
+                m["last_chunk_id"] = ids[-1]
             if space:
                 # CROSS JOIN keeps chunks the outer loop: planned the other way, SQLite scans
                 # every vector of the space to find the few new chunks (seconds at 100k).
@@ -286,6 +279,29 @@ class PersistedIndex:
             m["removed_seq"], m["vector_seq"] = removed_seq, vector_seq
         finally:
             db.execute("COMMIT")
+
+    def _analysed(self, db: sqlite3.Connection, ids: list[int]) -> tuple[list, list]:
+        """(languages, term keys) of these chunks. Chunks this process just stored come with
+        the keys their extraction worker made (prepare.py), as arrays; only the others'
+        text is read and analysed here (reading every new chunk's text back, to use none
+        of it, cost the ingesting process 10% of its time)."""
+        analyzer = self._searcher.lexical.analyzer
+        given = self._backend.take_analysis(ids, analyzer_signature(analyzer))
+        analysed = [keys_array(k) if k is not None else None for k in given]
+        missing = [chunk_id for chunk_id, a in zip(ids, analysed) if a is None]
+        if missing:
+            texts = {}
+            for start in range(0, len(missing), 900):
+                part = missing[start:start + 900]
+                texts.update((r[0], r[1:]) for r in db.execute(
+                    "SELECT id, title, heading_path, text FROM chunks WHERE id IN "
+                    f"({','.join('?' * len(part))})", part))
+            for i, chunk_id in enumerate(ids):
+                if analysed[i] is None:
+                    title, heading_path, text = texts[chunk_id]
+                    analysed[i] = analyzer.analyse_keys(index_text(title, json.loads(heading_path),
+                                                                   text))
+        return [a[0] for a in analysed], [a[1] for a in analysed]
 
     def _reload_vectors(self, space: str) -> None:
         """Every vector of the space (after a re-index, or when the saved index had none)."""
