@@ -35,3 +35,17 @@ class HashingEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._vector(text)
+
+
+class RecordingGraph:
+    """A stand-in for one HNSW graph of a GraphSet: `size` vectors; records each search."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.asked = size, []
+
+    def __len__(self) -> int:
+        return self.size
+
+    def search(self, query, count: int, expansion: int) -> np.ndarray:
+        self.asked.append((count, expansion))
+        return np.arange(count)

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-import numpy as np
+from search_fakes import RecordingGraph
 
 from agentmodes.knowledge import ann
 
@@ -24,26 +24,14 @@ def test_ef_is_256_for_small_graphs_384_at_100k_and_1024_at_1m():
     assert all(ef % 64 == 0 for ef in grown)
 
 
-class _Graph:
-    def __init__(self, size):
-        self.size, self.asked = size, []
-
-    def __len__(self):
-        return self.size
-
-    def search(self, query, count, expansion):
-        self.asked.append((count, expansion))
-        return np.arange(count)
-
-
 def test_each_graph_of_a_set_is_explored_by_its_own_size_unless_told():
-    big, small = _Graph(900_000), _Graph(50_000)
+    big, small = RecordingGraph(900_000), RecordingGraph(50_000)
     ann.GraphSet([big, small]).search(None, 256)
     assert big.asked == [(256, ann.expansion_for(900_000))] and big.asked[0][1] == 1024
     assert small.asked == [(ann.MIN_PER_GRAPH, 256)]
     ann.GraphSet([big]).search(None, 128, expansion=128)  # hybrid's feedback search
     assert big.asked[-1] == (128, 128)
-    alone = _Graph(1_000_000)
+    alone = RecordingGraph(1_000_000)
     ann.GraphSet([alone]).search(None, 256)
     assert alone.asked == [(256, 1024)]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from kb_fixtures import HashingEmbedder, numbered_reports
+from search_fakes import RecordingGraph
 
 from agentmodes.knowledge import ann
 from agentmodes.knowledge.backends import index_files, index_save
@@ -69,6 +70,7 @@ def test_added_vectors_get_a_graph_of_their_own_and_the_smallest_merge(tmp_path)
     found = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import sys
         from kb_fixtures import HashingEmbedder, numbered_reports
+from search_fakes import RecordingGraph
         from agentmodes.knowledge.base import KnowledgeBase
         with KnowledgeBase.open(sys.argv[1], embedder=HashingEmbedder()) as kb:
             print(kb.search("zq038x report 38 topic 114", mode="hybrid", k=1)[0].title)
@@ -96,6 +98,7 @@ KILLED_INGEST = """
     import sys, time
     from pathlib import Path
     from kb_fixtures import HashingEmbedder, numbered_reports
+from search_fakes import RecordingGraph
     from agentmodes.knowledge.backends import index_save, sqlite_index
     from agentmodes.knowledge.base import KnowledgeBase
 
@@ -138,18 +141,7 @@ def test_a_kill_in_a_long_embedding_keeps_what_was_saved_and_the_next_ingest_bui
 
 
 def test_a_graph_set_asks_each_graph_for_a_share_of_the_candidates():
-    class Graph:
-        def __init__(self, size):
-            self.size, self.asked = size, []
-
-        def __len__(self):
-            return self.size
-
-        def search(self, query, count, expansion):
-            self.asked.append((count, expansion))
-            return __import__("numpy").arange(count)
-
-    big, small = Graph(9_000), Graph(1_000)
+    big, small = RecordingGraph(9_000), RecordingGraph(1_000)
     rows = ann.GraphSet([big, small]).search(None, 256)
     assert big.asked == [(256, ann.EXPANSION_SEARCH)] and small.asked == [(52, ann.EXPANSION_SEARCH)]
     assert len(rows) == 308
