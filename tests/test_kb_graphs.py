@@ -70,7 +70,6 @@ def test_added_vectors_get_a_graph_of_their_own_and_the_smallest_merge(tmp_path)
     found = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import sys
         from kb_fixtures import HashingEmbedder, numbered_reports
-from search_fakes import RecordingGraph
         from agentmodes.knowledge.base import KnowledgeBase
         with KnowledgeBase.open(sys.argv[1], embedder=HashingEmbedder()) as kb:
             print(kb.search("zq038x report 38 topic 114", mode="hybrid", k=1)[0].title)
@@ -98,7 +97,6 @@ KILLED_INGEST = """
     import sys, time
     from pathlib import Path
     from kb_fixtures import HashingEmbedder, numbered_reports
-from search_fakes import RecordingGraph
     from agentmodes.knowledge.backends import index_save, sqlite_index
     from agentmodes.knowledge.base import KnowledgeBase
 
