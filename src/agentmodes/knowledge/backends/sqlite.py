@@ -352,7 +352,7 @@ class SQLiteBackend:
 
     def chunks_by_id(self, ids: list[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
-        for part in _batches(ids):
+        for part in schema.batches(ids):
             marks = ",".join("?" * len(part))
             for row in self._query(
                     "SELECT c.id, c.doc_id, c.position, c.title, c.heading_path, c.text, "
@@ -451,12 +451,6 @@ class SQLiteBackend:
         if empty:
             problems.append(f"{empty} documents without chunks")
         return problems
-
-
-def _batches(ids: list[int], size: int = 900) -> Iterator[list[int]]:
-    """Slices small enough for SQLite's limit on bound parameters."""
-    for start in range(0, len(ids), size):
-        yield ids[start:start + size]
 
 
 def _chunk_row(row: tuple) -> ChunkRow:

@@ -39,6 +39,7 @@ from ..postings import Segment
 from ..prepare import analyzer_signature, keys_array
 from . import index_files as files
 from .index_files import graphs_of
+from .sqlite_schema import batches
 
 if TYPE_CHECKING:
     from ..embedders import Embedder
@@ -270,8 +271,7 @@ class PersistedIndex:
                 hashes = [r[0] for r in db.execute(
                     "SELECT DISTINCT text_hash FROM vector_log WHERE seq > ? AND seq <= ? "
                     "AND embedder = ?", (m["vector_seq"], vector_seq, space))]
-                for start in range(0, len(hashes), 900):
-                    part = hashes[start:start + 900]
+                for part in batches(hashes):
                     self._add_vectors(db.execute(
                         "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.embedder = "
                         "? AND e.text_hash = c.text_hash WHERE c.id <= ? AND c.text_hash IN "
@@ -291,8 +291,7 @@ class PersistedIndex:
         missing = [chunk_id for chunk_id, a in zip(ids, analysed) if a is None]
         if missing:
             texts = {}
-            for start in range(0, len(missing), 900):
-                part = missing[start:start + 900]
+            for part in batches(missing):
                 texts.update((r[0], r[1:]) for r in db.execute(
                     "SELECT id, title, heading_path, text FROM chunks WHERE id IN "
                     f"({','.join('?' * len(part))})", part))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Iterator
 
 SCHEMA_VERSION = 2
 
@@ -87,3 +88,9 @@ def upgrade_from_1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('kb_id', ?)",
                  (uuid.uuid4().hex,))
+
+
+def batches(ids: list, size: int = 900) -> Iterator[list]:
+    """Slices small enough for SQLite's limit on bound parameters."""
+    for start in range(0, len(ids), size):
+        yield ids[start:start + size]
